@@ -1,0 +1,3 @@
+"""Swival: a terminal coding agent for small local models."""
+
+__version__ = "0.1.0"

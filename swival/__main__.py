@@ -1,0 +1,3 @@
+from swival.cli import main
+
+main()

@@ -1,0 +1,255 @@
+"""Settings: one flat table of keys, loaded from defaults, the global config, the
+project's `swival.toml`, `SWIVAL_*` environment variables and the command line,
+in increasing order of precedence.
+
+Every key is validated: an unknown key or a value of the wrong type raises
+`ConfigError` naming the file, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from swival.errors import ConfigError
+
+PROVIDERS = ("lmstudio", "ollama", "llamacpp", "generic")
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: its type (`str`, `int`, `float`, `bool`, `list`), default and help."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    optional: bool = False
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+
+
+KEYS: tuple[Key, ...] = (
+    Key("provider", str, "lmstudio", "Model server kind", choices=PROVIDERS),
+    Key("base_url", str, None, "Server URL (root or /v1); default depends on provider", True),
+    Key("model", str, None, "Model name; default: the model the server has loaded", True),
+    Key("api_key", str, None, "API key, for servers or hosted providers that need one", True),
+    Key("max_context_tokens", int, None, "Context window; default: read from the server", True,
+        minimum=512),
+    Key("max_output_tokens", int, 32768, "Most tokens one reply may use", minimum=16),
+    Key("max_turns", int, 100, "Most model calls for one request", minimum=1),
+    Key("temperature", float, None, "Sampling temperature; default: the server's", True,
+        minimum=0),
+    Key("request_timeout", float, 600.0, "Seconds to wait for a model reply", minimum=1),
+    Key("retries", int, 3, "Retries on connection errors, 429 and 5xx", minimum=0),
+    Key("quiet", bool, False, "One-shot: print nothing but the answer and errors"),
+    Key("json", bool, False, "One-shot: print one JSON object instead of the answer"),
+    Key("yolo", bool, False, "Allow every command and write without asking"),
+    Key("commands", str, "ask", "Command policy: ask, all, none or a comma-separated list"),
+    Key("command_timeout", int, 120, "Seconds before a command is killed", minimum=1),
+    Key("add_dir", list, [], "Extra directories the file tools may read and write"),
+    Key("add_dir_ro", list, [], "Extra directories the file tools may only read"),
+    Key("tool_result_share", float, 0.2, "Largest share of the input budget one tool "
+        "result may take", minimum=0.01),
+    Key("compaction_trigger", float, 0.85, "Compact when the prompt reaches this share of "
+        "the input budget", minimum=0.1),
+    Key("compaction_target", float, 0.6, "Compact down to this share of the input budget",
+        minimum=0.05),
+    Key("proactive_summaries", bool, False, "Summarize every 10 turns as a safety net"),
+)
+KEYS_BY_NAME = {k.name: k for k in KEYS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved settings. `sources` says where each non-default value came from."""
+
+    provider: str = "lmstudio"
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    max_context_tokens: int | None = None
+    max_output_tokens: int = 32768
+    max_turns: int = 100
+    temperature: float | None = None
+    request_timeout: float = 600.0
+    retries: int = 3
+    quiet: bool = False
+    json: bool = False
+    yolo: bool = False
+    commands: str = "ask"
+    command_timeout: int = 120
+    add_dir: tuple[str, ...] = ()
+    add_dir_ro: tuple[str, ...] = ()
+    tool_result_share: float = 0.2
+    compaction_trigger: float = 0.85
+    compaction_target: float = 0.6
+    proactive_summaries: bool = False
+    project_root: Path = field(default_factory=Path.cwd)
+    config_files: tuple[Path, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
+def find_project_root(start: Path) -> Path:
+    """The enclosing git work tree's root, else `start` itself."""
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return start
+
+
+def global_config_path(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
+    return Path(base) / "swival" / "config.toml"
+
+
+def _expected(key: Key) -> str:
+    if key.choices:
+        return "one of " + ", ".join(repr(c) for c in key.choices)
+    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+             list: "a list of strings"}
+    return names[key.type]
+
+
+def coerce(key: Key, value: Any, origin: str) -> Any:
+    """Check one value against its key; raise ConfigError naming `origin` on a mismatch."""
+    def bad(why: str = "") -> ConfigError:
+        return ConfigError(
+            f"{origin}: `{key.name}` must be {_expected(key)}{why}, got {value!r}."
+        )
+
+    if value is None and key.optional:
+        return None
+    if key.type is bool:
+        if not isinstance(value, bool):
+            raise bad()
+    elif key.type is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad()
+    elif key.type is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise bad()
+        value = float(value)
+    elif key.type is list:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad()
+        value = tuple(value)
+    elif not isinstance(value, str):
+        raise bad()
+    if key.choices and value not in key.choices:
+        raise bad()
+    if key.minimum is not None and isinstance(value, int | float) and value < key.minimum:
+        raise bad(f" (at least {key.minimum:g})")
+    return value
+
+
+def _from_env_text(key: Key, text: str, origin: str) -> Any:
+    """Environment values are text: parse them by the key's type first."""
+    try:
+        if key.type is bool:
+            low = text.strip().lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError
+        if key.type is int:
+            return int(text)
+        if key.type is float:
+            return float(text)
+        if key.type is list:
+            return [p.strip() for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise ConfigError(f"{origin}: must be {_expected(key)}, got {text!r}.") from None
+    return text
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse and validate one config file; returns the keys it sets."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}). Fix the file or remove it.") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror}).") from None
+    out: dict[str, Any] = {}
+    for name, value in data.items():
+        key = KEYS_BY_NAME.get(name)
+        if key is None:
+            hint = difflib.get_close_matches(name, KEYS_BY_NAME, n=1)
+            tip = f" Did you mean `{hint[0]}`?" if hint else ""
+            raise ConfigError(
+                f"{path}: unknown key `{name}`.{tip} Known keys are listed in "
+                "swival.toml.example and docs/configuration.md."
+            )
+        out[name] = coerce(key, value, str(path))
+    return out
+
+
+def load_settings(
+    cli: Mapping[str, Any],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    config_path: Path | None = None,
+) -> Settings:
+    """Merge defaults < global file < project file (or `config_path`) < env < `cli`.
+
+    `cli` holds only the options the user actually gave (None means not given).
+    """
+    env = os.environ if env is None else env
+    root = find_project_root(cwd or Path.cwd())
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    files: list[Path] = []
+
+    project_file = config_path if config_path is not None else root / "swival.toml"
+    if config_path is not None and not config_path.is_file():
+        raise ConfigError(f"{config_path}: no such config file.")
+    for path in (global_config_path(env), project_file):
+        if path.is_file():
+            files.append(path)
+            for name, value in read_toml(path).items():
+                values[name] = value
+                sources[name] = str(path)
+
+    for key in KEYS:
+        var = "SWIVAL_" + key.name.upper()
+        if var in env:
+            origin = f"environment variable {var}"
+            values[key.name] = coerce(key, _from_env_text(key, env[var], origin), origin)
+            sources[key.name] = origin
+
+    for name, value in cli.items():
+        if value is None:
+            continue
+        key = KEYS_BY_NAME[name]
+        values[name] = coerce(key, list(value) if isinstance(value, tuple) else value,
+                              f"option --{name.replace('_', '-')}")
+        sources[name] = "command line"
+
+    known = {f.name for f in fields(Settings)}
+    return Settings(
+        **{k: v for k, v in values.items() if k in known},
+        project_root=root,
+        config_files=tuple(files),
+        sources=sources,
+    )
+
+
+def starter_config(settings: Settings) -> dict[str, Any]:
+    """The starter file's content: the keys most people set, at their current values."""
+    data: dict[str, Any] = {"provider": settings.provider}
+    for name in ("base_url", "model", "max_context_tokens"):
+        value = getattr(settings, name)
+        if value is not None:
+            data[name] = value
+    data["max_output_tokens"] = settings.max_output_tokens
+    data["commands"] = settings.commands
+    return data

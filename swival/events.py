@@ -1,0 +1,90 @@
+"""Events the agent yields while a turn runs. The agent never prints; the REPL,
+the one-shot runner and the transcript consume these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from swival.messages import ToolCall, ToolResult, Usage
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the assistant's visible text as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ModelCallStarted:
+    """A request is about to go to the model (for spinners and status bars)."""
+
+    prompt_tokens: int
+    window: int
+
+
+@dataclass(frozen=True)
+class ModelCallFinished:
+    """A model call completed; `usage` as reported by the server, when it reported one."""
+
+    usage: Usage | None
+    context_tokens: int
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call: ToolCall
+    result: ToolResult
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """History was rewritten to fit the window. `level`: 1 shrink, 2 drop, 3 nuclear;
+    0 marks a snapshot collapse requested by the model or the user."""
+
+    level: int
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    turn: int
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should see that is not part of the answer."""
+
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+ExitReason = Literal["done", "max_turns", "interrupted", "context_exhausted", "error"]
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    """The last event of every turn."""
+
+    answer: str
+    reason: ExitReason
+    turns: int
+    tool_calls: int
+    usage: Usage = field(default_factory=Usage)
+
+
+Event = (
+    TextDelta
+    | ModelCallStarted
+    | ModelCallFinished
+    | ToolStarted
+    | ToolFinished
+    | Compacted
+    | Notice
+    | TurnFinished
+)

@@ -1,0 +1,1 @@
+"""Model servers. The only package that imports litellm, and only lazily."""

@@ -1,0 +1,95 @@
+"""The provider protocol: what the agent needs from a model server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from swival.messages import Message, Usage
+
+UNKNOWN_WINDOW_BUDGET = 8192  # what we budget on when the server will not tell us its window
+
+
+@dataclass(frozen=True)
+class WindowInfo:
+    """The context window the server really runs with, and where that figure came from."""
+
+    tokens: int | None
+    source: str
+
+    @property
+    def known(self) -> bool:
+        return self.tokens is not None
+
+    @property
+    def budget_tokens(self) -> int:
+        """The window to budget on: the real one, or a conservative 8192 when unknown."""
+        return self.tokens if self.tokens is not None else UNKNOWN_WINDOW_BUDGET
+
+    def describe(self) -> str:
+        if self.tokens is None:
+            return f"unknown (budgeting on {UNKNOWN_WINDOW_BUDGET}; {self.source})"
+        return f"{self.tokens} tokens ({self.source})"
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    """What the start-up line, the doctor and `--json` show about the connection."""
+
+    provider: str
+    base_url: str
+    model: str
+    window: WindowInfo
+    model_source: str = "configured"
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One model call. `tools` are OpenAI function schemas. `estimated_prompt_tokens`
+    is our own count, used to recognise a server that cut the prompt silently."""
+
+    messages: Sequence[Message]
+    tools: Sequence[Mapping[str, Any]] = ()
+    max_output_tokens: int = 1024
+    estimated_prompt_tokens: int = 0
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The whole reply: always the last item a stream yields."""
+
+    message: Message
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    notes: tuple[str, ...] = field(default=())  # e.g. "recovered 1 tool call written as text"
+
+
+StreamItem = TextChunk | Completion
+
+
+class Provider(Protocol):
+    info: ProviderInfo
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamItem]:
+        """Yield text chunks as they arrive, then exactly one `Completion`.
+
+        Raises `ContextOverflowError` when the prompt did not fit (rejected or cut),
+        `ProviderUnreachable`, `TransientProviderError` after retries, and lets
+        KeyboardInterrupt through after closing the connection.
+        """
+        ...
+
+
+def complete(provider: Provider, request: ChatRequest) -> Completion:
+    """Run a request to the end and return only its completion."""
+    for item in provider.stream(request):
+        if isinstance(item, Completion):
+            return item
+    raise RuntimeError("provider stream ended without a completion")

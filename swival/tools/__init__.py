@@ -1,0 +1,1 @@
+"""What the model can do: one module per tool, gathered by `registry.py`."""

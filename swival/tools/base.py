@@ -1,0 +1,64 @@
+"""The tool protocol and the context every tool runs in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from swival.messages import ToolResult
+
+
+class ToolError(Exception):
+    """A failure the model should read and act on; the registry turns it into
+    `ToolResult(is_error=True)`."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """Name, one-line description and JSON schema. Every token of these is paid on
+    every request, so descriptions stay short."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+
+# Asked before a command runs: returns None to allow it, or the reason it was refused.
+Approver = Callable[[str], str | None]
+
+
+@dataclass
+class ToolContext:
+    """Per-session state the tools share. `read_files` maps resolved paths to the
+    (mtime_ns, size) seen when the model last read them, for safe writes."""
+
+    root: Path
+    extra_dirs: tuple[Path, ...] = ()
+    read_only_dirs: tuple[Path, ...] = ()
+    command_timeout: float = 120.0
+    approve: Approver = field(default=lambda _command: None)
+    read_files: dict[Path, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def spill_dir(self) -> Path:
+        """Where oversized outputs are written for the model to page through."""
+        return self.root / ".swival" / "out"
+
+
+class Tool(Protocol):
+    spec: ToolSpec
+    read_only: bool  # True when running it cannot change the workspace (snapshot scope)
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult: ...

@@ -1,0 +1,113 @@
+"""The set of tools offered to the model, argument checking and dispatch.
+
+Everything a model can get wrong about a call (unknown tool, missing or mistyped
+argument, unparseable JSON, the same call over and over) comes back as a tool error
+the model can read, never as an exception.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from swival.messages import ToolCall, ToolResult
+from swival.tools.base import Tool, ToolContext, ToolError
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+REPEAT_WINDOW = 6
+REPEAT_LIMIT = 3
+
+
+def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
+    """Return a precise complaint about `args`, or None when they fit `schema`."""
+    props: Mapping[str, Any] = schema.get("properties", {})
+    missing = [name for name in schema.get("required", ()) if args.get(name) is None]
+    if missing:
+        return "missing required argument(s): " + ", ".join(missing)
+    unknown = [name for name in args if name not in props]
+    if unknown:
+        return (f"unknown argument(s): {', '.join(unknown)}; "
+                f"this tool takes: {', '.join(props) or 'nothing'}")
+    for name, value in args.items():
+        if value is None:
+            continue
+        want = props[name].get("type")
+        types = _JSON_TYPES.get(want or "", ())
+        wrong_bool = isinstance(value, bool) and want in ("integer", "number")
+        if types and (not isinstance(value, types) or wrong_bool):
+            return f"argument `{name}` must be of type {want}, got {type(value).__name__}"
+        choices = props[name].get("enum")
+        if choices and value not in choices:
+            return f"argument `{name}` must be one of {', '.join(map(str, choices))}"
+    return None
+
+
+class ToolRegistry:
+    """Holds the tools, their schemas, and the repeated-call guard for one session."""
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools: dict[str, Tool] = {t.spec.name: t for t in tools}
+        self._recent: deque[str] = deque(maxlen=REPEAT_WINDOW)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.spec.schema() for t in self._tools.values()]
+
+    def is_read_only(self, name: str) -> bool:
+        tool = self._tools.get(name)
+        return bool(tool and tool.read_only)
+
+    def reset(self) -> None:
+        self._recent.clear()
+
+    def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        """Check and run one call. Never raises for anything the model did."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            close = difflib.get_close_matches(call.name, self._tools, n=1, cutoff=0.5)
+            hint = f" Did you mean `{close[0]}`?" if close else ""
+            return ToolResult(
+                f"error: there is no tool named `{call.name}`.{hint} "
+                f"Available tools: {', '.join(self._tools)}.",
+                is_error=True,
+            )
+        if call.arguments_error:
+            return ToolResult(f"error: {call.arguments_error}", is_error=True)
+        problem = check_arguments(tool.spec.parameters, call.arguments)
+        if problem:
+            return ToolResult(f"error: {call.name}: {problem}.", is_error=True)
+        fingerprint = call.name + "\0" + call.arguments_json()
+        repeats = sum(1 for f in self._recent if f == fingerprint)
+        self._recent.append(fingerprint)
+        if repeats + 1 >= REPEAT_LIMIT:
+            return ToolResult(
+                f"error: this exact {call.name} call was already made {repeats} times in the "
+                "last few steps and was not run again. Its result is above (or was compacted); "
+                "use it, change the arguments, or try a different approach.",
+                is_error=True,
+            )
+        try:
+            return tool.run(call.arguments, ctx)
+        except ToolError as exc:
+            return ToolResult(f"error: {exc}", is_error=True)
+        except Exception as exc:  # a bug in a tool must not end the session
+            return ToolResult(
+                f"error: {call.name} failed unexpectedly: {type(exc).__name__}: {exc}",
+                is_error=True,
+            )
