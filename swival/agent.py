@@ -1,0 +1,173 @@
+"""The agent loop: one user request in, a stream of events out.
+
+`Agent.run_turn(text)` alternates model calls and tool calls until the model answers
+without calling a tool, the turn limit is reached, or the user interrupts. It never
+prints. The context engine decides what the model sees; the registry runs the tools.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
+
+from swival.context.engine import ContextEngine
+from swival.errors import ContextExhausted, ContextOverflowError, ProviderError
+from swival.events import (
+    Event,
+    ModelCallFinished,
+    ModelCallStarted,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
+from swival.messages import Message, ToolCall, ToolResult, Usage
+from swival.providers.base import ChatRequest, Completion, Provider, TextChunk, complete
+from swival.tools.base import ToolContext
+from swival.tools.registry import ToolRegistry
+
+MAX_OVERFLOW_RETRIES = 4
+RECAP_OUTPUT_TOKENS = 1024
+INTERRUPTED_RESULT = "[interrupted by the user before this call finished; it may not have run]"
+
+
+def make_summarizer(
+    provider: Provider, temperature: float | None = None
+) -> Callable[[str, Sequence[Message]], str | None]:
+    """A tool-free model call the context engine uses for recaps; None on failure."""
+
+    def summarize(instructions: str, messages: Sequence[Message]) -> str | None:
+        request = ChatRequest(
+            messages=[Message("system", instructions), *messages],
+            max_output_tokens=RECAP_OUTPUT_TOKENS,
+            temperature=temperature,
+        )
+        try:
+            text = complete(provider, request).message.content.strip()
+        except ProviderError:
+            return None
+        return text or None
+
+    return summarize
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    max_turns: int = 100
+    temperature: float | None = None
+
+
+class Agent:
+    """One session: a provider, the tools, the context engine and the running totals."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        tools: ToolRegistry,
+        context: ContextEngine,
+        tool_ctx: ToolContext,
+        config: AgentConfig,
+    ) -> None:
+        self.provider = provider
+        self.tools = tools
+        self.context = context
+        self.tool_ctx = tool_ctx
+        self.config = config
+        self._pending: list[ToolCall] = []
+        self._turn = 0
+        self._calls = 0
+        self._usage = Usage()
+
+    def run_turn(self, text: str) -> Iterator[Event]:
+        """Handle one user request. The last event is always `TurnFinished`.
+
+        On Ctrl-C the caller catches KeyboardInterrupt and calls `interrupted()`,
+        which answers any unanswered tool call so the conversation stays valid.
+        """
+        self.context.add_user(text)
+        self._turn, self._calls, self._usage = 0, 0, Usage()
+        while self._turn < self.config.max_turns:
+            self._turn += 1
+            completion = yield from self._call_model()
+            message = completion.message
+            self.context.add_assistant(message)
+            if not message.tool_calls:
+                yield from self.context.end_turn(self._turn)
+                yield self._finished(message.content, "done")
+                return
+            self._pending = list(message.tool_calls)
+            while self._pending:
+                yield from self._run_tool(self._pending[0])
+                self._pending.pop(0)
+            yield from self.context.after_tool_batch(self._turn)
+        yield self._finished(
+            f"Stopped after {self.config.max_turns} model calls without a final answer "
+            "(raise --max-turns to allow more).",
+            "max_turns",
+        )
+
+    def interrupted(self) -> TurnFinished:
+        """Close an interrupted turn: answer pending tool calls with a synthetic result."""
+        for call in self._pending:
+            self.context.add_tool_result(
+                call, ToolResult(INTERRUPTED_RESULT, is_error=True), read_only=True
+            )
+        self._pending = []
+        return self._finished("", "interrupted")
+
+    def _finished(self, answer: str, reason: str) -> TurnFinished:
+        return TurnFinished(
+            answer=answer, reason=reason, turns=self._turn,  # type: ignore[arg-type]
+            tool_calls=self._calls, usage=self._usage,
+        )
+
+    def _call_model(self) -> Generator[Event, None, Completion]:
+        """Send the prepared context; compact and retry when the server reports an overflow."""
+        for _ in range(MAX_OVERFLOW_RETRIES + 1):
+            prepared = self.context.prepare(self._turn)
+            yield from prepared.events
+            request = ChatRequest(
+                messages=prepared.messages,
+                tools=self.tools.schemas(),
+                max_output_tokens=prepared.max_output_tokens,
+                estimated_prompt_tokens=prepared.estimated_tokens,
+                temperature=self.config.temperature,
+            )
+            yield ModelCallStarted(prepared.estimated_tokens, self.context.settings.window)
+            completion: Completion | None = None
+            try:
+                for item in self.provider.stream(request):
+                    if isinstance(item, TextChunk):
+                        yield TextDelta(item.text)
+                    else:
+                        completion = item
+            except ContextOverflowError as error:
+                yield from self.context.on_overflow(error, self._turn)
+                continue
+            assert completion is not None  # the protocol ends every stream with one
+            if completion.usage is not None:
+                self.context.record_usage(completion.usage, prepared)
+                self._usage = Usage(
+                    self._usage.prompt_tokens + completion.usage.prompt_tokens,
+                    self._usage.completion_tokens + completion.usage.completion_tokens,
+                )
+            yield ModelCallFinished(completion.usage, prepared.estimated_tokens)
+            return completion
+        raise ContextExhausted(
+            "The server kept rejecting the prompt as too long even after compaction. "
+            "Load the model with a larger context window or pass a smaller --max-context-tokens."
+        )
+
+    def _run_tool(self, call: ToolCall) -> Iterator[Event]:
+        yield ToolStarted(call)
+        started = time.monotonic()
+        result = self.tools.run(call, self.tool_ctx)
+        if result.effect is not None:
+            result, events = self.context.apply_effect(call, result, self._turn)
+            yield from events
+        shown = self.context.add_tool_result(
+            call, result, read_only=self.tools.is_read_only(call.name)
+        )
+        self._calls += 1
+        yield ToolFinished(call, shown, time.monotonic() - started)

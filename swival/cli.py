@@ -1,0 +1,161 @@
+"""Command line: options + config -> the composition root -> one-shot run or REPL.
+
+`swival --help` and `--version` must stay fast: nothing here imports litellm, and the
+heavier modules are imported only once a session is actually started.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from swival import __version__
+from swival.errors import SwivalError, UsageError
+
+app = typer.Typer(
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 done, 1 runtime error, 2 usage or config error, 3 provider unreachable or "
+    "model missing, 4 turn limit, 5 context exhausted, 130 interrupted."
+)
+
+
+class InitTarget(str, Enum):
+    project = "project"
+    global_ = "global"
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"swival {__version__}")
+        raise typer.Exit(0)
+
+
+Opt = typer.Option
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+def run(  # noqa: PLR0913 - one parameter per documented option
+    task: Annotated[str | None, typer.Argument(help="The task (one-shot). Omit for the REPL.")]
+    = None,
+    prompt: Annotated[str | None, Opt("--prompt", "-p", help="Run this task one-shot.")] = None,
+    provider: Annotated[str | None, Opt(help="lmstudio | ollama | llamacpp | generic")] = None,
+    base_url: Annotated[str | None, Opt(help="Server URL (root or its /v1 URL).")] = None,
+    model: Annotated[str | None, Opt(help="Model name (default: the loaded one).")] = None,
+    api_key: Annotated[str | None, Opt(help="API key, if the server needs one.")] = None,
+    max_context_tokens: Annotated[int | None, Opt(help="Context window (default: detected).")]
+    = None,
+    max_output_tokens: Annotated[int | None, Opt(help="Most tokens per reply [32768].")] = None,
+    max_turns: Annotated[int | None, Opt(help="Most model calls per request [100].")] = None,
+    temperature: Annotated[float | None, Opt(help="Sampling temperature.")] = None,
+    request_timeout: Annotated[float | None, Opt(help="Seconds to wait for the model [600].")]
+    = None,
+    retries: Annotated[int | None, Opt(help="Retries on 429/5xx/connection errors [3].")] = None,
+    quiet: Annotated[bool | None, Opt("--quiet/--no-quiet", "-q", help="Only the answer and "
+                                      "errors.")] = None,
+    json_output: Annotated[bool | None, Opt("--json/--no-json", help="Print one JSON object.")]
+    = None,
+    yolo: Annotated[bool | None, Opt("--yolo/--no-yolo", help="Allow all commands.")] = None,
+    commands: Annotated[str | None, Opt(help="ask | all | none | prog1,prog2")] = None,
+    command_timeout: Annotated[int | None, Opt(help="Seconds per command [120].")] = None,
+    add_dir: Annotated[list[str] | None, Opt(help="Extra read/write directory.")] = None,
+    add_dir_ro: Annotated[list[str] | None, Opt(help="Extra read-only directory.")] = None,
+    tool_result_share: Annotated[float | None, Opt(help="Max share of the input budget per "
+                                                   "tool result [0.2].")] = None,
+    compaction_trigger: Annotated[float | None, Opt(help="Compact at this share [0.85].")] = None,
+    compaction_target: Annotated[float | None, Opt(help="Compact down to this share [0.6].")]
+    = None,
+    proactive_summaries: Annotated[bool | None, Opt("--proactive-summaries/"
+                                                    "--no-proactive-summaries")] = None,
+    config: Annotated[Path | None, Opt("--config", help="Config file to use instead of the "
+                                       "project's swival.toml.")] = None,
+    init_config: Annotated[InitTarget | None, Opt(help="Write a starter config and exit.")]
+    = None,
+    doctor: Annotated[bool, Opt("--doctor", help="Check the setup and exit.")] = False,
+    version: Annotated[bool, Opt("--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit.")] = False,
+) -> None:
+    """Swival: a coding agent for small local models (LM Studio, Ollama, llama.cpp)."""
+    given = dict(
+        provider=provider, base_url=base_url, model=model, api_key=api_key,
+        max_context_tokens=max_context_tokens, max_output_tokens=max_output_tokens,
+        max_turns=max_turns, temperature=temperature, request_timeout=request_timeout,
+        retries=retries, quiet=quiet, json=json_output, yolo=yolo, commands=commands,
+        command_timeout=command_timeout, add_dir=add_dir or None, add_dir_ro=add_dir_ro or None,
+        tool_result_share=tool_result_share, compaction_trigger=compaction_trigger,
+        compaction_target=compaction_target, proactive_summaries=proactive_summaries,
+    )
+    code = _main(given, task=(prompt, task), config=config, init=init_config, doctor=doctor)
+    raise typer.Exit(code)
+
+
+def _task(prompt: str | None, task: str | None) -> str | None:
+    """The one-shot task: -p, the positional TASK, or text piped on stdin."""
+    if prompt and task:
+        raise UsageError("Give the task either with --prompt or as an argument, not both.")
+    text = prompt or task
+    if text is None and not sys.stdin.isatty():
+        text = sys.stdin.read()
+        if not text.strip():
+            raise UsageError(
+                "No task: stdin is not a terminal and was empty. Pass a task with "
+                "--prompt, as an argument, or pipe it in."
+            )
+    return text.strip() if text is not None else None
+
+
+def _main(given: dict[str, Any], *, task: tuple[str | None, str | None], config: Path | None,
+          init: InitTarget | None, doctor: bool) -> int:
+    from swival.config import load_settings
+
+    settings = load_settings(given, config_path=config)
+    if init is not None:
+        from swival.session import write_starter_config
+
+        path = write_starter_config(settings, global_=init is InitTarget.global_)
+        print(f"Wrote {path}", file=sys.stderr)
+        return 0
+    if doctor:
+        from swival.doctor import run_doctor
+
+        return run_doctor(settings)
+    text = _task(*task)
+    interactive = text is None
+    from swival.session import open_session
+
+    session = open_session(settings, interactive=interactive)
+    if interactive:
+        from swival.repl import run_repl
+
+        return run_repl(session)
+    from swival.oneshot import run_oneshot
+
+    return run_oneshot(session, text or "")
+
+
+def main() -> None:
+    """Console-script entry point: maps errors to exit codes, never shows a traceback."""
+    try:
+        code = app(prog_name="swival", standalone_mode=False)
+    except SwivalError as error:
+        print(f"swival: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        print("swival: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as error:
+        show = getattr(error, "show", None)
+        if callable(show) and isinstance(getattr(error, "exit_code", None), int):
+            show()  # the CLI parser's usage errors: message already says what to do
+            sys.exit(error.exit_code)  # type: ignore[attr-defined]
+        raise
+    sys.exit(code if isinstance(code, int) else 0)

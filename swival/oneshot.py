@@ -1,0 +1,103 @@
+"""One-shot mode: the final answer alone on stdout, progress on stderr, or one JSON object.
+
+Exit codes: 0 done, 1 runtime error, 2 usage/config, 3 provider unreachable or model
+missing, 4 turn limit, 5 context exhausted, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from swival.errors import SwivalError
+from swival.events import Compacted, Event, ToolFinished, TurnFinished
+from swival.render import ProgressPrinter, stderr_console
+from swival.session import Session
+
+EXIT_FOR_REASON = {"done": 0, "max_turns": 4, "interrupted": 130, "context_exhausted": 5,
+                   "error": 1}
+
+
+@dataclass
+class Tally:
+    """What --json reports, gathered from the events."""
+
+    compactions: list[dict[str, Any]] = field(default_factory=list)
+    files_changed: dict[str, str] = field(default_factory=dict)
+    finished: TurnFinished | None = None
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, Compacted):
+            self.compactions.append(
+                {"level": event.level, "reason": event.reason, "turn": event.turn,
+                 "tokens_before": event.tokens_before, "tokens_after": event.tokens_after}
+            )
+        elif isinstance(event, ToolFinished):
+            for path, kind in event.result.meta.get("changed", ()):
+                if self.files_changed.get(path) != "created":
+                    self.files_changed[path] = kind
+        elif isinstance(event, TurnFinished):
+            self.finished = event
+
+
+def run_oneshot(session: Session, task: str) -> int:
+    settings = session.settings
+    err = stderr_console()
+    printer = ProgressPrinter(err, quiet=settings.quiet or settings.json)
+    info = session.provider.info
+    if not (settings.quiet or settings.json):
+        err.print(f"[dim]swival · {info.provider} {info.base_url} · {info.model} · window "
+                  f"{info.window.describe()}[/dim]", soft_wrap=True)
+    for note in session.notices:
+        if not settings.quiet:
+            err.print(f"[yellow]{note}[/yellow]", soft_wrap=True)
+    tally = Tally()
+    error: SwivalError | None = None
+    agent = session.agent
+    try:
+        for event in agent.run_turn(task):
+            tally.add(event)
+            printer.handle(event)
+    except KeyboardInterrupt:
+        tally.add(agent.interrupted())
+    except SwivalError as exc:
+        error = exc
+    finished = tally.finished
+    code = error.exit_code if error else EXIT_FOR_REASON[finished.reason if finished else "error"]
+    if settings.json:
+        print(json.dumps(_report(session, tally, code, error), ensure_ascii=False))
+    elif error:
+        print(f"swival: {error}", file=sys.stderr)
+    elif finished and finished.reason == "done":
+        print(finished.answer)
+    elif finished and finished.reason == "interrupted":
+        print("swival: interrupted", file=sys.stderr)
+    return code
+
+
+def _report(session: Session, tally: Tally, code: int, error: SwivalError | None) -> dict:
+    done = tally.finished
+    info = session.provider.info
+    reason = done.reason if done else ("context_exhausted" if code == 5 else "error")
+    return {
+        "answer": done.answer if done and done.reason == "done" else "",
+        "exit_reason": reason,
+        "exit_code": code,
+        "error": str(error) if error else None,
+        "turns": done.turns if done else 0,
+        "tool_calls": done.tool_calls if done else 0,
+        "tokens": {
+            "prompt": done.usage.prompt_tokens if done else 0,
+            "completion": done.usage.completion_tokens if done else 0,
+        },
+        "compactions": tally.compactions,
+        "files_changed": [{"path": p, "change": k} for p, k in tally.files_changed.items()],
+        "provider": info.provider,
+        "base_url": info.base_url,
+        "model": info.model,
+        "window": info.window.tokens,
+        "window_source": info.window.source,
+        "session_id": session.agent.context.session_id,
+    }

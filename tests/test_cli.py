@@ -1,0 +1,108 @@
+"""The installed command's contract: help, version, usage and config errors, exit codes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def swival(*args: str, cwd: Path, stdin: str = "", env: dict[str, str] | None = None,
+           ) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "XDG_CONFIG_HOME": str(cwd / ".xdg"), "NO_COLOR": "1",
+                **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "swival", *args], cwd=cwd, input=stdin, text=True,
+        capture_output=True, env=full_env, timeout=60,
+    )
+
+
+def test_help_and_version_do_not_import_litellm(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from swival.cli import main\n"
+        "for argv in (['swival', '--help'], ['swival', '--version']):\n"
+        "    sys.argv = argv\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print('LITELLM', any(m.split('.')[0] == 'litellm' for m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert "--max-context-tokens" in out.stdout
+    assert "LITELLM False" in out.stdout
+
+
+def test_version(tmp_path: Path) -> None:
+    from swival import __version__
+
+    result = swival("--version", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"swival {__version__}"
+
+
+def test_help_lists_exit_codes(tmp_path: Path) -> None:
+    result = swival("--help", cwd=tmp_path)
+    assert result.returncode == 0
+    for flag in ("--prompt", "--provider", "--base-url", "--model", "--api-key",
+                 "--max-output-tokens", "--max-turns", "--quiet", "--json", "--yolo",
+                 "--config", "--version"):
+        assert flag in result.stdout
+    assert "130 interrupted" in " ".join(result.stdout.split())
+
+
+def test_bad_config_exits_2_naming_file_and_key(tmp_path: Path) -> None:
+    (tmp_path / "swival.toml").write_text('max_turns = "many"\n')
+    result = swival("-p", "hi", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "swival.toml" in result.stderr and "max_turns" in result.stderr
+    assert "an integer" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_syntax_error_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "swival.toml").write_text("model = [\n")
+    result = swival("-p", "hi", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "not valid TOML" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "expected"),
+    [
+        (("--no-such-flag",), "", "No such option"),
+        (("-p", "a", "b"), "", "not both"),
+        ((), "   \n", "No task"),
+        (("--max-turns", "zero", "-p", "x"), "", "zero"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...], stdin: str,
+                             expected: str) -> None:
+    result = swival(*args, cwd=tmp_path, stdin=stdin)
+    assert result.returncode == 2, result.stderr
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_init_config_writes_a_valid_starter_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    result = swival("--init-config", "project", "--provider", "ollama", "--model", "m:7b",
+                    cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "swival.toml").read_text()
+    assert 'provider = "ollama"' in text and 'model = "m:7b"' in text
+    from swival.config import read_toml
+
+    assert read_toml(tmp_path / "swival.toml")["provider"] == "ollama"
+    again = swival("--init-config", "project", cwd=tmp_path)
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_init_config_global_uses_xdg(tmp_path: Path) -> None:
+    result = swival("--init-config", "global", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / ".xdg" / "swival" / "config.toml").is_file()

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from swival.config import KEYS, Settings, load_settings, read_toml
+from swival.errors import ConfigError
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+
+
+def test_defaults_when_nothing_is_configured(tmp_path: Path, env: dict[str, str]) -> None:
+    s = load_settings({}, cwd=tmp_path, env=env)
+    assert s.provider == "lmstudio"
+    assert s.max_output_tokens == 32768
+    assert s.max_context_tokens is None
+    assert s.config_files == ()
+
+
+def test_precedence_cli_env_project_global(tmp_path: Path, env: dict[str, str]) -> None:
+    _write(tmp_path / "xdg/swival/config.toml", 'model = "global"\nmax_turns = 7\nretries = 9\n')
+    _write(tmp_path / "swival.toml", 'model = "project"\nmax_turns = 8\n')
+    env["SWIVAL_MAX_TURNS"] = "11"
+    s = load_settings({"model": "cli"}, cwd=tmp_path, env=env)
+    assert s.model == "cli"
+    assert s.max_turns == 11
+    assert s.retries == 9
+    assert s.sources["model"] == "command line"
+    assert s.sources["max_turns"] == "environment variable SWIVAL_MAX_TURNS"
+    assert s.sources["retries"].endswith("config.toml")
+    assert len(s.config_files) == 2
+
+
+def test_project_root_is_the_git_root(tmp_path: Path, env: dict[str, str]) -> None:
+    (tmp_path / ".git").mkdir()
+    _write(tmp_path / "swival.toml", "max_turns = 3\n")
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    s = load_settings({}, cwd=sub, env=env)
+    assert s.project_root == tmp_path.resolve()
+    assert s.max_turns == 3
+
+
+def test_unknown_key_names_file_key_and_suggestion(tmp_path: Path) -> None:
+    path = _write(tmp_path / "swival.toml", "max_turn = 3\n")
+    with pytest.raises(ConfigError) as info:
+        read_toml(path)
+    text = str(info.value)
+    assert str(path) in text and "`max_turn`" in text and "max_turns" in text
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('max_turns = "ten"', "an integer"),
+        ("quiet = 1", "true or false"),
+        ('provider = "vllm"', "one of 'lmstudio'"),
+        ("add_dir = [1]", "a list of strings"),
+        ("max_output_tokens = 3", "at least 16"),
+    ],
+)
+def test_wrong_type_names_what_was_expected(tmp_path: Path, line: str, expected: str) -> None:
+    path = _write(tmp_path / "swival.toml", line + "\n")
+    with pytest.raises(ConfigError) as info:
+        read_toml(path)
+    assert str(path) in str(info.value)
+    assert expected in str(info.value)
+
+
+def test_syntax_error_is_a_config_error(tmp_path: Path) -> None:
+    path = _write(tmp_path / "swival.toml", "model = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        read_toml(path)
+
+
+def test_bad_environment_value(tmp_path: Path, env: dict[str, str]) -> None:
+    env["SWIVAL_QUIET"] = "maybe"
+    with pytest.raises(ConfigError, match="SWIVAL_QUIET"):
+        load_settings({}, cwd=tmp_path, env=env)
+
+
+def test_env_lists_and_floats(tmp_path: Path, env: dict[str, str]) -> None:
+    env["SWIVAL_ADD_DIR"] = "a, b"
+    env["SWIVAL_TOOL_RESULT_SHARE"] = "0.3"
+    s = load_settings({}, cwd=tmp_path, env=env)
+    assert s.add_dir == ("a", "b")
+    assert s.tool_result_share == pytest.approx(0.3)
+
+
+def test_explicit_config_path_replaces_project_file(tmp_path: Path, env: dict[str, str]) -> None:
+    _write(tmp_path / "swival.toml", "max_turns = 3\n")
+    other = _write(tmp_path / "other.toml", "max_turns = 4\n")
+    assert load_settings({}, cwd=tmp_path, env=env, config_path=other).max_turns == 4
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_settings({}, cwd=tmp_path, env=env, config_path=tmp_path / "missing.toml")
+
+
+def test_every_key_is_a_setting_with_the_same_default() -> None:
+    defaults = Settings()
+    for key in KEYS:
+        value = getattr(defaults, key.name)
+        expected = tuple(key.default) if key.type is list else key.default
+        assert value == expected, key.name
+
+
+def test_example_file_documents_every_key() -> None:
+    example = Path(__file__).resolve().parents[1] / "swival.toml.example"
+    text = example.read_text(encoding="utf-8")
+    for key in KEYS:
+        assert f"{key.name} =" in text, key.name

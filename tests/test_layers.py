@@ -1,0 +1,65 @@
+"""The import picture of docs/architecture.md stays true: each module imports only from
+layers below it, siblings in a layer never import each other, and the heavy or
+UI-specific libraries are imported only where they are allowed."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "swival"
+
+LAYERS = {
+    "messages": 0, "errors": 0,
+    "config": 1, "prompts": 1,
+    "events": 2, "effects": 2,
+    "providers": 3, "tools": 3, "context": 3,
+    "agent": 4,
+    "session": 5, "commands": 5, "render": 5, "doctor": 5,
+    "repl": 6, "oneshot": 6,
+    "cli": 7, "__main__": 7, "__init__": 0,
+}
+ONLY_IN = {
+    "litellm": ("providers",),
+    "prompt_toolkit": ("repl",),
+    "rich": ("render", "cli"),
+}
+
+
+def _unit(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_module_respects_layers(path: Path) -> None:
+    unit = _unit(path)
+    assert unit in LAYERS, f"{unit} has no layer; add it to docs/architecture.md and this test"
+    for name in _imports(path):
+        top = name.split(".")[0]
+        if top == "swival":
+            parts = name.split(".")
+            if len(parts) == 1:
+                continue
+            target = parts[1]
+            if target == "__init__" or target == unit:
+                continue
+            assert LAYERS[target] < LAYERS[unit], f"{unit} (L{LAYERS[unit]}) imports {name}"
+        elif top in ONLY_IN:
+            assert unit in ONLY_IN[top], f"{unit} imports {top}; only {ONLY_IN[top]} may"
