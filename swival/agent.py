@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from swival.context.engine import ContextEngine
-from swival.errors import ContextExhausted, ContextOverflowError, ProviderError
+from swival.errors import ContextExhausted, ContextOverflowError, ProviderError, redact
 from swival.events import (
     Event,
     ModelCallFinished,
@@ -56,6 +56,7 @@ def make_summarizer(
 class AgentConfig:
     max_turns: int = 100
     temperature: float | None = None
+    secrets: tuple[str, ...] = ()  # API keys: scrubbed from tool output before the model sees it
 
 
 class Agent:
@@ -99,7 +100,6 @@ class Agent:
             self._pending = list(message.tool_calls)
             while self._pending:
                 yield from self._run_tool(self._pending[0])
-                self._pending.pop(0)
             yield from self.context.after_tool_batch(self._turn)
         yield self._finished(
             f"Stopped after {self.config.max_turns} model calls without a final answer "
@@ -163,11 +163,14 @@ class Agent:
         yield ToolStarted(call)
         started = time.monotonic()
         result = self.tools.run(call, self.tool_ctx)
+        if self.config.secrets:
+            result = replace(result, content=redact(result.content, self.config.secrets))
         if result.effect is not None:
             result, events = self.context.apply_effect(call, result, self._turn)
             yield from events
         shown = self.context.add_tool_result(
             call, result, read_only=self.tools.is_read_only(call.name)
         )
+        self._pending.pop(0)  # answered: an interrupt from here on must not answer it again
         self._calls += 1
         yield ToolFinished(call, shown, time.monotonic() - started)

@@ -7,7 +7,7 @@ heavier modules are imported only once a session is actually started.
 from __future__ import annotations
 
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,7 +29,7 @@ EXIT_CODES_HELP = (
 )
 
 
-class InitTarget(str, Enum):
+class InitTarget(StrEnum):
     project = "project"
     global_ = "global"
 
@@ -142,12 +142,25 @@ def _main(given: dict[str, Any], *, task: tuple[str | None, str | None], config:
     return run_oneshot(session, text or "")
 
 
+def _scrub(text: str) -> str:
+    """Error text with API keys (from the environment or --api-key) removed."""
+    import os
+
+    from swival.config import known_secrets
+    from swival.errors import redact
+
+    argv = sys.argv
+    given = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--api-key"]
+    given += [a.split("=", 1)[1] for a in argv if a.startswith("--api-key=")]
+    return redact(text, (*known_secrets(None, os.environ), *given))
+
+
 def main() -> None:
     """Console-script entry point: maps errors to exit codes, never shows a traceback."""
     try:
         code = app(prog_name="swival", standalone_mode=False)
     except SwivalError as error:
-        print(f"swival: {error}", file=sys.stderr)
+        print(f"swival: {_scrub(str(error))}", file=sys.stderr)
         sys.exit(error.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         print("swival: interrupted", file=sys.stderr)

@@ -253,3 +253,25 @@ def starter_config(settings: Settings) -> dict[str, Any]:
     data["max_output_tokens"] = settings.max_output_tokens
     data["commands"] = settings.commands
     return data
+
+
+def known_secrets(settings: Settings | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """Values that must never be shown: the configured API key and every `*_API_KEY`
+    environment variable (hosted providers' usual variables)."""
+    found = {v for k, v in env.items() if k.endswith("_API_KEY") and v}
+    if settings is not None and settings.api_key:
+        found.add(settings.api_key)
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def literal_key_warning(settings: Settings) -> str | None:
+    """A warning when a project file inside a git repository holds a literal API key."""
+    origin = settings.sources.get("api_key", "")
+    project_file = settings.project_root / "swival.toml"
+    if origin == str(project_file) and (settings.project_root / ".git").exists():
+        return (
+            f"{project_file} holds a literal api_key inside a git repository, where it is easy "
+            "to commit by mistake. Move it to the provider's environment variable (for example "
+            "OPENAI_API_KEY) or to the global config file."
+        )
+    return None

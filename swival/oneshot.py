@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from swival.errors import SwivalError
+from swival.errors import SwivalError, redact
 from swival.events import Compacted, Event, ToolFinished, TurnFinished
 from swival.render import ProgressPrinter, stderr_console
 from swival.session import Session
@@ -69,7 +69,7 @@ def run_oneshot(session: Session, task: str) -> int:
     if settings.json:
         print(json.dumps(_report(session, tally, code, error), ensure_ascii=False))
     elif error:
-        print(f"swival: {error}", file=sys.stderr)
+        print(f"swival: {redact(str(error), session.agent.config.secrets)}", file=sys.stderr)
     elif finished and finished.reason == "done":
         print(finished.answer)
     elif finished and finished.reason == "interrupted":
@@ -85,7 +85,7 @@ def _report(session: Session, tally: Tally, code: int, error: SwivalError | None
         "answer": done.answer if done and done.reason == "done" else "",
         "exit_reason": reason,
         "exit_code": code,
-        "error": str(error) if error else None,
+        "error": redact(str(error), session.agent.config.secrets) if error else None,
         "turns": done.turns if done else 0,
         "tool_calls": done.tool_calls if done else 0,
         "tokens": {

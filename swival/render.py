@@ -1,17 +1,48 @@
-"""The only code that formats output for people (rich). Fed by agent events."""
+"""The only code that formats output for people (rich). Fed by agent events.
+
+Two consumers: one-shot mode uses `ProgressPrinter` (a line per tool call on stderr); the
+REPL uses `TurnView` (spinner, streamed text, markdown answer, tool lines, diffs) and
+`Status` (the figures the bottom toolbar and the live status line show). rich honours
+`NO_COLOR` itself; widths are read from the console on every line so narrow terminals get
+shorter lines rather than wrapped ones.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO, Any, Literal
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markdown import Markdown
 from rich.markup import escape
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
 
-from swival.events import Compacted, Event, Notice, ToolFinished, TurnFinished
-from swival.messages import ToolCall, ToolResult
+from swival.events import (
+    Compacted,
+    Event,
+    ModelCallFinished,
+    ModelCallStarted,
+    Notice,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
+from swival.messages import ToolCall, ToolResult, Usage
 
 KEY_ARGUMENTS = ("file_path", "path", "pattern", "command", "action", "thought")
 LINE_WIDTH = 100
+WARN_SHARE = 0.70  # context use shown in yellow from here
+CRIT_SHARE = 0.90  # and in red from here
+DIFF_LINES = 40  # longest diff shown inline; the rest is counted, not printed
+
+Level = Literal["ok", "warn", "crit"]
 
 
 def stderr_console() -> Console:
@@ -19,13 +50,24 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-def key_argument(call: ToolCall) -> str:
+def make_console(file: IO[str] | None = None, *, width: int | None = None,
+                 color: bool | None = None) -> Console:
+    """The REPL's console (stdout by default). `color=False` forces plain text; None lets
+    rich decide from the terminal and `NO_COLOR`."""
+    options: dict[str, Any] = {"highlight": False, "file": file, "width": width}
+    if color is False:
+        options["no_color"] = True
+        options["color_system"] = None
+    return Console(**options)
+
+
+def key_argument(call: ToolCall, limit: int = 60) -> str:
     """The one argument that best says what a call does, shortened to one line."""
     for name in KEY_ARGUMENTS:
         value = call.arguments.get(name)
         if isinstance(value, str) and value:
             text = " ".join(value.split())
-            return text if len(text) <= 60 else text[:57] + "..."
+            return text if len(text) <= limit else text[:max(1, limit - 3)] + "..."
     return ""
 
 
@@ -54,6 +96,120 @@ def compaction_line(event: Compacted) -> str:
             f"({event.reason})")
 
 
+def tokens(n: int) -> str:
+    """12345 -> '12.3k': compact counts for narrow status lines."""
+    return f"{n / 1000:.1f}k" if n >= 10_000 else str(n)
+
+
+def tool_line(call: ToolCall, result: ToolResult, seconds: float, width: int) -> Text:
+    """One line for a finished tool call: name, key argument, outcome, time; red on error.
+    The key argument gets most of a narrow line; the outcome is cut first."""
+    mark, style = ("✗", "red") if result.is_error else ("•", "dim")
+    took = f" · {seconds:.1f}s" if seconds >= 0.1 else ""
+    room = max(12, width - len(call.name) - len(took) - 3)
+    said = outcome(result)
+    key = key_argument(call, limit=max(8, room - min(len(said) + 3, room // 3)))
+    text = Text(f"{mark} {call.name} ", style=style)
+    text.append(key, style="red" if result.is_error else "bold")
+    text.append(f" — {said}"[:max(0, room - len(key))], style=style)
+    text.append(took, style="dim")
+    text.no_wrap, text.overflow = True, "ellipsis"
+    return text
+
+
+def diff_text(diff: str, limit: int = DIFF_LINES) -> Text:
+    """A unified diff coloured line by line (added green, removed red, hunks cyan)."""
+    lines = diff.rstrip("\n").splitlines()
+    out = Text()
+    for line in lines[:limit]:
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        else:
+            style = "dim"
+        out.append("    " + line + "\n", style=style)
+    if len(lines) > limit:
+        out.append(f"    … {len(lines) - limit} more diff lines\n", style="dim")
+    out.no_wrap, out.overflow = True, "ellipsis"
+    return out
+
+
+def _figure(cell: str) -> bool:
+    return cell.replace(".", "", 1).rstrip("%").isdigit() or cell in ("-", "")
+
+
+@dataclass
+class Status:
+    """Figures for the status bar, updated from events as a turn runs.
+
+    `budget` is the window to measure use against (the real one, or the 8192 assumed when
+    the window is unknown; `window` is then None and shown as "unknown").
+    """
+
+    model: str
+    window: int | None
+    window_source: str
+    budget: int
+    context_tokens: int = 0
+    last_turn: Usage | None = None
+    compactions: int = 0
+
+    @property
+    def share(self) -> float:
+        return self.context_tokens / self.budget if self.budget else 0.0
+
+    @property
+    def level(self) -> Level:
+        share = self.share
+        return "crit" if share >= CRIT_SHARE else "warn" if share >= WARN_SHARE else "ok"
+
+    def update(self, event: Event) -> None:
+        if isinstance(event, ModelCallStarted):
+            self.context_tokens = event.prompt_tokens
+        elif isinstance(event, ModelCallFinished) and event.usage is not None:
+            # The reply is now part of the conversation, so it counts as context too.
+            self.context_tokens = event.usage.prompt_tokens + event.usage.completion_tokens
+        elif isinstance(event, Compacted):
+            self.context_tokens = event.tokens_after
+            self.compactions += 1
+        elif isinstance(event, TurnFinished):
+            self.last_turn = event.usage
+
+    def parts(self, width: int = 200) -> list[tuple[Level, str]]:
+        """Status pieces as (level, text); pieces are dropped, least useful first, until
+        the line fits `width`. Only the context share carries a level other than ok."""
+        window = f"window {self.window}" if self.window else f"window unknown (~{self.budget})"
+        ctx = f"ctx {int(100 * self.share)}% ({tokens(self.context_tokens)}/{tokens(self.budget)})"
+        last = "last turn —"
+        if self.last_turn is not None:
+            last = (f"last turn {tokens(self.last_turn.prompt_tokens)} in / "
+                    f"{tokens(self.last_turn.completion_tokens)} out")
+        pieces: list[tuple[Level, str]] = [
+            ("ok", self.model), ("ok", f"{window} [{self.window_source}]"),
+            (self.level, ctx), ("ok", last), ("ok", f"{self.compactions} compactions"),
+        ]
+        for drop in (1, 3, 4, 0):  # source first, then turn figures, then the model name
+            if sum(len(t) + 3 for _, t in pieces) <= width:
+                break
+            level, text = pieces[drop]
+            pieces[drop] = (level, window if drop == 1 else "")
+        return [(lvl, text) for lvl, text in pieces if text]
+
+    def text(self, width: int = 200) -> Text:
+        styles = {"ok": "dim", "warn": "yellow", "crit": "bold red"}
+        out = Text()
+        for i, (level, piece) in enumerate(self.parts(width)):
+            if i:
+                out.append(" · ", style="dim")
+            out.append(piece, style=styles[level])
+        return out
+
+
 class ProgressPrinter:
     """One-shot progress on stderr: one line per tool call, compactions and notices."""
 
@@ -79,3 +235,168 @@ class ProgressPrinter:
             self.console.print(f"[yellow]{escape(event.text)}[/yellow]")
         elif isinstance(event, TurnFinished) and event.reason == "max_turns":
             self.console.print(f"[red]{escape(event.answer)}[/red]")
+
+
+class TurnView:
+    """Renders one REPL turn after another from agent events.
+
+    While the model is thinking a spinner shows the elapsed time; streamed text is shown
+    live (its tail, so it never scrolls off) and printed as markdown once the model call
+    is over; each tool call leaves one line (plus a coloured diff for edits). The live
+    region is transient: only the permanent lines stay in the scrollback.
+    """
+
+    def __init__(self, console: Console, status: Status,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.console = console
+        self.status = status
+        self.clock = clock
+        self._live: Live | None = None
+        self._buffer: list[str] = []
+        self._waiting_since: float | None = None
+        self._tool: tuple[ToolCall, float] | None = None
+        self._turn_started = 0.0
+
+    # -- public -------------------------------------------------------------------------
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, ModelCallStarted):
+            self._ensure_live()
+            self._waiting_since = self.clock()
+        elif isinstance(event, TextDelta):
+            self._waiting_since = None
+            self._buffer.append(event.text)
+        elif isinstance(event, ModelCallFinished):
+            self._waiting_since = None
+        elif isinstance(event, ToolStarted):
+            self._flush_text()
+            self._tool = (event.call, self.clock())
+            self._ensure_live()
+        elif isinstance(event, ToolFinished):
+            self._tool = None
+            self._tool_finished(event)
+        elif isinstance(event, Compacted):
+            self.console.print(Text("⟳ " + compaction_line(event), style="yellow"))
+        elif isinstance(event, Notice):
+            style = {"info": "dim", "warning": "yellow", "error": "red"}[event.level]
+            self.console.print(Text(event.text, style=style))
+        elif isinstance(event, TurnFinished):
+            self._turn_finished(event)
+
+    def start_turn(self) -> None:
+        self._turn_started = self.clock()
+        self._buffer.clear()
+
+    def interrupted(self) -> None:
+        """Ctrl-C: stop the live display, keep what streamed so far, say what happened."""
+        self._flush_text()
+        self.close()
+        self.console.print(Text("Interrupted. The conversation is kept; ask on or /exit.",
+                                style="yellow"))
+
+    def error(self, text: str) -> None:
+        self._flush_text()
+        self.close()
+        self.console.print(Text(text, style="red"))
+
+    def close(self) -> None:
+        self._waiting_since, self._tool = None, None
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Take the live display down (e.g. to ask for approval), then bring it back."""
+        was_live = self._live is not None
+        self._flush_text()
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        try:
+            yield
+        finally:
+            if was_live:
+                self._ensure_live()
+
+    # -- plain output used by the REPL for commands -------------------------------------------
+
+    def message(self, text: str, level: str = "info") -> None:
+        style = {"info": "", "warning": "yellow", "error": "red", "dim": "dim"}.get(level, "")
+        self.console.print(Text(text, style=style))
+
+    def table(self, headers: Sequence[str], rows: Iterable[Sequence[str]],
+              title: str | None = None) -> None:
+        """A plain table; columns whose cells are all figures are right-aligned. Cells are
+        text, never markup, so `[label]` shows as typed."""
+        rows = [list(row) for row in rows]
+        table = Table(title=title, show_edge=False, header_style="bold", pad_edge=False)
+        for i, header in enumerate(headers):
+            cells = [row[i] for row in rows if i < len(row)]
+            numeric = bool(cells) and all(_figure(cell) for cell in cells)
+            table.add_column(header, justify="right" if numeric else "left", overflow="fold")
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))
+        self.console.print(table)
+
+    def markdown(self, text: str) -> None:
+        self.console.print(Markdown(text))
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _ensure_live(self) -> None:
+        if self._live is None:
+            self._live = Live(console=self.console, transient=True, refresh_per_second=8,
+                              get_renderable=self.live_body, redirect_stderr=False)
+            self._live.start()
+
+    def live_body(self) -> RenderableType:
+        """What the live region shows now: streamed tail, spinner with elapsed time, status."""
+        width = self.console.width
+        parts: list[RenderableType] = []
+        text = "".join(self._buffer)
+        if text:
+            room = max(3, self.console.height - 4)
+            tail = text.splitlines()[-room:]
+            parts.append(Text("\n".join(tail), style="dim"))
+        if self._tool is not None:
+            call, since = self._tool
+            label = f"{call.name} {key_argument(call, max(10, width - 30))}"
+            parts.append(Spinner("dots", Text(f"{label} · {self.clock() - since:.0f}s",
+                                              style="dim")))
+        elif self._waiting_since is not None:
+            elapsed = self.clock() - self._waiting_since
+            parts.append(Spinner("dots", Text(f"thinking · {elapsed:.1f}s", style="dim")))
+        parts.append(self.status.text(width))
+        return Group(*parts)
+
+    def _flush_text(self) -> None:
+        """Print what streamed so far as markdown (narration before tool calls, or what
+        arrived before an interruption)."""
+        text = "".join(self._buffer).strip()
+        self._buffer.clear()
+        if text:
+            self.console.print(Markdown(text))
+
+    def _tool_finished(self, event: ToolFinished) -> None:
+        width = self.console.width
+        self.console.print(tool_line(event.call, event.result, event.seconds, width))
+        diff = event.result.meta.get("diff")
+        if isinstance(diff, str) and diff.strip() and not event.result.is_error:
+            self.console.print(diff_text(diff))
+
+    def _turn_finished(self, event: TurnFinished) -> None:
+        self.close()
+        if event.reason == "done":
+            self._buffer.clear()  # the answer below is the cleaned form of what streamed
+            if event.answer.strip():
+                self.console.print(Markdown(event.answer))
+        else:
+            self._flush_text()
+            if event.answer:
+                self.console.print(Text(event.answer, style="red"))
+        took = self.clock() - self._turn_started if self._turn_started else 0.0
+        self.console.print(Text(
+            f"{event.turns} model calls · {event.tool_calls} tool calls · "
+            f"{tokens(event.usage.prompt_tokens)} in / {tokens(event.usage.completion_tokens)} "
+            f"out · {took:.1f}s", style="dim"))

@@ -5,6 +5,7 @@ Layer 7 with cli.py: the only place that knows every component.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,13 @@ from pathlib import Path
 import tomli_w
 
 from swival.agent import Agent, AgentConfig, make_summarizer
-from swival.config import Settings, global_config_path, starter_config
+from swival.config import (
+    Settings,
+    global_config_path,
+    known_secrets,
+    literal_key_warning,
+    starter_config,
+)
 from swival.context.engine import ContextEngine, ContextSettings
 from swival.context.knowledge import Knowledge
 from swival.errors import ConfigError
@@ -79,7 +86,8 @@ def open_session(settings: Settings, *, interactive: bool) -> Session:
         summarize=make_summarizer(provider, settings.temperature),
     )
     agent = Agent(provider, registry, context, tool_ctx,
-                  AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature))
+                  AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature,
+                              secrets=known_secrets(settings, os.environ)))
     session = Session(settings, provider, agent, policy)
     session.notices.extend(_startup_notices(session))
     return session
@@ -87,6 +95,9 @@ def open_session(settings: Settings, *, interactive: bool) -> Session:
 
 def _startup_notices(session: Session) -> list[str]:
     notes = []
+    key_warning = literal_key_warning(session.settings)
+    if key_warning:
+        notes.append(key_warning)
     if session.settings.yolo:
         notes.append("--yolo: every command and write is allowed without asking.")
     breakdown = session.agent.context.usage_breakdown()
@@ -103,8 +114,6 @@ def _startup_notices(session: Session) -> list[str]:
 
 def write_starter_config(settings: Settings, *, global_: bool) -> Path:
     """Write a starter config (never overwriting one) and return its path."""
-    import os
-
     path = global_config_path(os.environ) if global_ else settings.project_root / "swival.toml"
     if path.exists():
         raise ConfigError(f"{path} already exists; edit it or remove it first.")

@@ -19,7 +19,7 @@ LAYERS = {
     "agent": 4,
     "session": 5, "commands": 5, "render": 5, "doctor": 5,
     "repl": 6, "oneshot": 6,
-    "cli": 7, "__main__": 7, "__init__": 0,
+    "cli": 7, "__main__": 8, "__init__": 0,
 }
 ONLY_IN = {
     "litellm": ("providers",),

@@ -103,7 +103,7 @@ class ToolRegistry:
                 is_error=True,
             )
         try:
-            return tool.run(call.arguments, ctx)
+            result = tool.run(call.arguments, ctx)
         except ToolError as exc:
             return ToolResult(f"error: {exc}", is_error=True)
         except Exception as exc:  # a bug in a tool must not end the session
@@ -111,3 +111,7 @@ class ToolRegistry:
                 f"error: {call.name} failed unexpectedly: {type(exc).__name__}: {exc}",
                 is_error=True,
             )
+        if result.meta.get("changed") and not result.is_error:
+            # Files changed: re-reading them or re-running the tests is progress, not a loop.
+            self._recent.clear()
+        return result

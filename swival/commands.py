@@ -1,0 +1,278 @@
+"""Slash commands as plain functions: each takes the agent and its arguments and returns a
+`CommandReply` (text, an optional table, events) that the REPL renders. Nothing here prints.
+
+    /compact [--drop]   /save [label]   /restore [--force]   /unsave   /clear
+    /context            /todo           /sessions            /help     /exit
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from swival.agent import Agent
+from swival.context.knowledge import Knowledge
+from swival.events import Compacted
+
+ReplyLevel = Literal["info", "warning", "error"]
+USER_TURN = 0  # compactions asked for by the user are not tied to a model turn
+
+BREAKDOWN_LABELS = {
+    "system": "system prompt", "tools": "tool schemas", "pinned": "pinned knowledge",
+    "user": "user messages", "assistant": "assistant messages", "tool_results": "tool results",
+}
+
+
+@dataclass(frozen=True)
+class CommandReply:
+    """What a command produced. `rows` (with `headers`) is a table shown after `text`;
+    `events` are compactions it caused (for the status bar); `exit` ends the REPL."""
+
+    text: str = ""
+    level: ReplyLevel = "info"
+    headers: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    events: tuple[Compacted, ...] = ()
+    exit: bool = False
+    footer: str = ""
+
+
+Handler = Callable[[Agent, Sequence[str]], CommandReply]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+    run: Handler = field(repr=False)
+    flags: tuple[str, ...] = ()
+
+
+def _error(text: str) -> CommandReply:
+    return CommandReply(text, level="error")
+
+
+def _flags(args: Sequence[str], allowed: tuple[str, ...], usage: str) -> set[str] | CommandReply:
+    """The flags given, or an error reply naming the unexpected argument and the usage."""
+    unknown = [a for a in args if a not in allowed]
+    if unknown:
+        return _error(f"Unexpected argument {unknown[0]!r}. Usage: {usage}")
+    return set(args)
+
+
+def compaction_text(event: Compacted) -> str:
+    saved = event.tokens_before - event.tokens_after
+    return (f"Level {event.level}: {event.tokens_before} → {event.tokens_after} tokens "
+            f"(saved {saved}).")
+
+
+def cmd_compact(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """Level 1 (shrink old tool results); with --drop levels 1 then 2 (drop and recap
+    low-value turns). Reports the tokens saved."""
+    flags = _flags(args, ("--drop",), "/compact [--drop]")
+    if isinstance(flags, CommandReply):
+        return flags
+    level, reason = (2, "/compact --drop") if "--drop" in flags else (1, "/compact")
+    event = agent.context.compact(level, reason, USER_TURN)
+    if event is None:
+        what = "levels 1 and 2" if level == 2 else "level 1"
+        return CommandReply(f"Nothing to compact at {what}: no old tool results or turns to "
+                            "shrink yet.", level="warning")
+    return CommandReply("Compacted. " + compaction_text(event), events=(event,))
+
+
+def cmd_save(agent: Agent, args: Sequence[str]) -> CommandReply:
+    label = " ".join(args).strip() or None
+    return CommandReply(agent.context.snapshot_save(label))
+
+
+def cmd_restore(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """Ask the model to summarize everything since the checkpoint and collapse it."""
+    flags = _flags(args, ("--force",), "/restore [--force]")
+    if isinstance(flags, CommandReply):
+        return flags
+    text, event = agent.context.snapshot_restore(force="--force" in flags, turn=USER_TURN)
+    if event is None:
+        if "force" in text and "--force" not in flags:
+            text += " From the prompt, that is `/restore --force`."
+        return CommandReply(text, level="warning")
+    return CommandReply(f"{text}\n{compaction_text(event)}", events=(event,))
+
+
+def cmd_unsave(agent: Agent, args: Sequence[str]) -> CommandReply:
+    return CommandReply(agent.context.snapshot_cancel())
+
+
+def cmd_clear(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """Forget the conversation, thinking, todos, snapshots, the ledger and which files were
+    read (so writes need a fresh read)."""
+    agent.context.clear()
+    agent.tool_ctx.read_files.clear()
+    return CommandReply("Cleared the conversation, thinking, todos, snapshots, ledger and "
+                        "file tracking. The transcript on disk is kept.")
+
+
+def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """Usage by category against the window, then when each compaction level runs."""
+    usage = dict(agent.context.usage_breakdown())
+    window = usage.get("window", agent.context.settings.window)
+    rows = [(label, str(usage[key]), _share(usage[key], window))
+            for key, label in BREAKDOWN_LABELS.items() if key in usage]
+    used = usage.get("used", sum(usage.get(key, 0) for key in BREAKDOWN_LABELS))
+    rows.append(("= in use", str(used), _share(used, window)))
+    if "output_reserve" in usage:
+        reserve = usage["output_reserve"]
+        rows.append(("reserved for the reply", str(reserve), _share(reserve, window)))
+    free = usage.get("free", max(0, window - used))
+    rows.append(("free", str(free), _share(free, window)))
+    trigger, target = usage.get("trigger"), usage.get("target")
+    footer = f"Window {window} tokens"
+    if "input_budget" in usage:
+        footer += f"; input budget {usage['input_budget']} (the window minus the reply reserve)"
+    if trigger is not None and target is not None:
+        footer += (
+            ".\nCompaction thresholds:\n"
+            f"  level 1 (shrink old tool results) when the prompt reaches {trigger} tokens "
+            f"({_share(trigger, window)} of the window) — /compact;\n"
+            f"  level 2 (drop low-value turns for a recap) if still above {target} "
+            f"({_share(target, window)}) — /compact --drop;\n"
+            f"  level 3 (keep pinned knowledge, a recap and the last two turns) if still "
+            f"above {target}."
+        )
+    return CommandReply("Context use:", headers=("category", "tokens", "% of window"),
+                        rows=tuple(rows), footer=footer + ("" if footer.endswith(".") else "."))
+
+
+def _share(value: int, window: int) -> str:
+    return f"{100 * value / window:.1f}%" if window else "-"
+
+
+def cmd_todo(agent: Agent, args: Sequence[str]) -> CommandReply:
+    knowledge = agent.context.knowledge
+    if not isinstance(knowledge, Knowledge):
+        return _error("/todo needs the standard knowledge store, which this session lacks.")
+    items = knowledge.todos()
+    if not items:
+        return CommandReply("The todo list is empty.")
+    rows = tuple((str(i), "done" if done else "open", text) for i, text, done in items)
+    open_count = sum(1 for _, _, done in items if not done)
+    return CommandReply(f"Todos ({open_count} open):", headers=("id", "state", "item"), rows=rows)
+
+
+def session_rows(state_dir: Path, current: str | None) -> list[tuple[str, ...]]:
+    """One row per saved session, newest first: id, start time, messages, first request."""
+    rows: list[tuple[str, ...]] = []
+    files = sorted((state_dir / "sessions").glob("*.jsonl"), reverse=True)
+    for path in files:
+        count, first = 0, ""
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                record = _record(line)
+                if record.get("role") in ("user", "assistant", "tool"):
+                    count += 1
+                    if not first and record.get("role") == "user":
+                        first = " ".join(str(record.get("content", "")).split())[:60]
+        started = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+        mark = " (this one)" if path.stem == current else ""
+        rows.append((path.stem + mark, started, str(count), first))
+    return rows
+
+
+def _record(line: str) -> dict:
+    """The message a transcript line records, or {} for other records (amends, rewrites)."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(data, dict) or data.get("type") != "message":
+        return {}
+    inner = data.get("message")
+    return inner if isinstance(inner, dict) else {}
+
+
+def cmd_sessions(agent: Agent, args: Sequence[str]) -> CommandReply:
+    state_dir = agent.tool_ctx.root / ".swival"
+    rows = session_rows(state_dir, agent.context.session_id)
+    if not rows:
+        return CommandReply("No saved sessions in this project yet.")
+    return CommandReply(
+        f"Sessions in {state_dir / 'sessions'}:",
+        headers=("id", "last active", "messages", "first request"), rows=tuple(rows),
+        footer="Resume one with `swival --resume ID`, or the latest with `swival --continue`.",
+    )
+
+
+def cmd_help(agent: Agent, args: Sequence[str]) -> CommandReply:
+    rows = tuple((c.usage, c.help) for c in COMMANDS)
+    keys = "\n".join((
+        "Keys:",
+        "  Enter                      send",
+        "  Esc then Enter, Alt-Enter  insert a newline (pasted text stays one message)",
+        "  Up/Down, Ctrl-R            previous requests, search them",
+        "  Tab                        complete commands, their flags and file paths",
+        "  Ctrl-C                     cancel the running turn, or clear the line",
+        "  Ctrl-D, /exit              leave",
+    ))
+    return CommandReply("Commands:", headers=("command", "what it does"), rows=rows, footer=keys)
+
+
+def cmd_exit(agent: Agent, args: Sequence[str]) -> CommandReply:
+    return CommandReply("Bye.", exit=True)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("compact", "/compact [--drop]", "Shrink old tool results (level 1); --drop also "
+            "replaces low-value turns by a recap (level 2). Reports tokens saved.", cmd_compact,
+            ("--drop",)),
+    Command("save", "/save [label]", "Set a checkpoint here (like the snapshot tool).",
+            cmd_save),
+    Command("restore", "/restore [--force]", "Have the model summarize everything since the "
+            "checkpoint and replace it by that summary. --force if files changed since.",
+            cmd_restore, ("--force",)),
+    Command("unsave", "/unsave", "Cancel the checkpoint.", cmd_unsave),
+    Command("clear", "/clear", "Start over: drop the conversation, thinking, todos, snapshots, "
+            "ledger and file tracking.", cmd_clear),
+    Command("context", "/context", "Show context use by category and the compaction "
+            "thresholds.", cmd_context),
+    Command("todo", "/todo", "Show the model's todo list.", cmd_todo),
+    Command("sessions", "/sessions", "List this project's saved sessions.", cmd_sessions),
+    Command("help", "/help", "List commands and keys.", cmd_help),
+    Command("exit", "/exit", "Leave (also Ctrl-D).", cmd_exit),
+)
+COMMANDS_BY_NAME = {c.name: c for c in COMMANDS}
+ALIASES = {"quit": "exit", "q": "exit", "?": "help"}
+
+
+def is_command(line: str) -> bool:
+    """A line is a command when it starts with '/' followed by a name (not a path like /etc/x)."""
+    head = line.strip().split(maxsplit=1)[0] if line.strip() else ""
+    return head.startswith("/") and "/" not in head[1:]
+
+
+def suggest(name: str) -> str | None:
+    names = [c.name for c in COMMANDS]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    if close:
+        return close[0]
+    prefixed = [n for n in names if n.startswith(name)] if name else []
+    return prefixed[0] if len(prefixed) == 1 else None
+
+
+def dispatch(line: str, agent: Agent) -> CommandReply:
+    """Run one slash command line. Unknown names get a did-you-mean. A command that cannot
+    run now says why in its reply; infrastructure failures raise SwivalError."""
+    words = line.strip().split()
+    name = words[0][1:].lower() if words else ""
+    name = ALIASES.get(name, name) or "help"
+    command = COMMANDS_BY_NAME.get(name)
+    if command is None:
+        hint = suggest(name)
+        tip = f" Did you mean /{hint}?" if hint else ""
+        return _error(f"Unknown command /{name}.{tip} Type /help for the list.")
+    return command.run(agent, words[1:])

@@ -1,0 +1,87 @@
+"""The token budget: how much of the window the prompt may use, and calibration.
+
+    window          what the server runs (or 8192 when unknown)
+    output_reserve  min(max_output_tokens, max(OUTPUT_FLOOR, 15 % of the window))
+    input_budget    window - output_reserve      (8192 -> 6964)
+    trigger         compaction_trigger * input_budget   (85 %)
+    target          compaction_target * input_budget    (60 %)
+
+The reply's real `max_tokens` is recomputed before every call as whatever the window
+has left after the prompt (minus a small safety margin), capped by max_output_tokens
+and never below OUTPUT_FLOOR: a short prompt may get a long reply, and the reserve
+guarantees room for a useful one at the trigger point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OUTPUT_FLOOR = 256  # the smallest reply we ever ask for
+OUTPUT_SHARE = 0.15  # share of the window held back for the reply when budgeting
+SAFETY_SHARE = 0.02  # headroom for counting error when sizing the reply
+CALIBRATION_ALPHA = 0.2
+CALIBRATION_MIN = 0.5
+CALIBRATION_MAX = 3.0
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Fixed numbers derived from the window and the settings."""
+
+    window: int
+    max_output_tokens: int
+    trigger_share: float
+    target_share: float
+
+    @property
+    def output_reserve(self) -> int:
+        share = max(OUTPUT_FLOOR, int(self.window * OUTPUT_SHARE))
+        return min(self.max_output_tokens, share)
+
+    @property
+    def input_budget(self) -> int:
+        return max(1, self.window - self.output_reserve)
+
+    @property
+    def trigger(self) -> int:
+        return int(self.input_budget * self.trigger_share)
+
+    @property
+    def target(self) -> int:
+        return int(self.input_budget * self.target_share)
+
+    def reply_tokens(self, prompt_tokens: int) -> int:
+        """The max_tokens to send with a prompt of `prompt_tokens` (calibrated)."""
+        room = self.window - prompt_tokens - int(self.window * SAFETY_SHARE)
+        return max(OUTPUT_FLOOR, min(self.max_output_tokens, room))
+
+
+class Calibration:
+    """Corrects our counts with the prompt sizes the server reports.
+
+    factor <- 0.8 * factor + 0.2 * (reported / estimated), clamped to [0.5, 3.0]:
+    the slow average resists one odd reply, the clamp a broken one. The tool schemas
+    are part of both figures.
+    """
+
+    def __init__(self) -> None:
+        self.factor = 1.0
+
+    def apply(self, raw_tokens: int) -> int:
+        return int(raw_tokens * self.factor + 0.5)
+
+    def observe(self, reported: int, raw_tokens: int) -> None:
+        """Fold in one server figure for a prompt we counted as `raw_tokens`."""
+        if reported <= 0 or raw_tokens <= 0:
+            return
+        ratio = reported / raw_tokens
+        blended = (1 - CALIBRATION_ALPHA) * self.factor + CALIBRATION_ALPHA * ratio
+        self.factor = min(CALIBRATION_MAX, max(CALIBRATION_MIN, blended))
+
+    def jump(self, reported: int, raw_tokens: int) -> None:
+        """After an overflow the server's figure is the truth: adopt it at once
+        (never lowering the factor), rather than averaging it in slowly."""
+        if reported <= 0 or raw_tokens <= 0:
+            return
+        ratio = reported / raw_tokens
+        self.factor = min(CALIBRATION_MAX, max(self.factor, ratio))

@@ -1,0 +1,99 @@
+"""The window-scaled cap on one tool result (layer 1, second stage).
+
+Tools already apply fixed caps (50 KB reads, 10 KB command output ...). Those are
+still too big for a small window: a 50 KB read is ~12K tokens. Here no single result
+may exceed a share of the input budget; the full text goes to a file and the model
+gets a preview shaped by the output's kind plus the path and how to page through it:
+
+    command   head and tail (the command line and the verdict both matter)
+    matches   the leading matches
+    file      the head, and the offset to continue with read_file
+    other     the head
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+HEAD_SHARE_COMMAND = 0.4  # the rest of a command preview goes to its tail
+SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def spill(directory: Path, stem: str, content: str) -> Path:
+    """Write `content` under `directory` with a unique, readable name."""
+    directory.mkdir(parents=True, exist_ok=True)
+    base = SAFE_NAME.sub("_", stem)[:60] or "result"
+    for n in range(1, 10_000):
+        path = directory / f"{base}-{n}.txt"
+        if not path.exists():
+            path.write_text(content, encoding="utf-8")
+            return path
+    raise OSError(f"too many spill files in {directory}")
+
+
+def _cut_lines(text: str, chars: int) -> str:
+    """The longest prefix of whole lines within `chars` (at least part of one line)."""
+    if len(text) <= chars:
+        return text
+    cut = text.rfind("\n", 0, chars)
+    return text[: cut + 1] if cut > chars // 2 else text[:chars]
+
+
+def _cut_tail(text: str, chars: int) -> str:
+    if chars <= 0:
+        return ""
+    if len(text) <= chars:
+        return text
+    start = text.find("\n", len(text) - chars)
+    return text[start + 1 :] if 0 <= start < len(text) - chars // 2 else text[-chars:]
+
+
+def _preview(kind: str, content: str, chars: int, meta: Mapping[str, Any]) -> tuple[str, str]:
+    """(preview text, how-to-continue hint) for a result cut to about `chars`."""
+    if kind == "command":
+        head = _cut_lines(content, int(chars * HEAD_SHARE_COMMAND))
+        tail = _cut_tail(content, chars - len(head))
+        omitted = len(content) - len(head) - len(tail)
+        body = f"{head}\n[... {omitted} characters omitted ...]\n{tail}"
+        return body, "read the full output from the file with read_file (offset/limit)"
+    head = _cut_lines(content, chars)
+    if kind == "file":
+        start = int(meta.get("offset") or 1)
+        shown = head.count("\n")
+        path = meta.get("path", "the file")
+        return head, f"continue with read_file path={path} offset={start + shown}"
+    if kind == "matches":
+        return head, "narrow the pattern or path, or read the file with all matches"
+    return head, "read the rest from the file with read_file (offset/limit)"
+
+
+def cap_result(
+    content: str,
+    meta: Mapping[str, Any],
+    limit_tokens: int,
+    count: Callable[[str], int],
+    spill_to: Callable[[str], Path | None],
+) -> tuple[str, Path | None]:
+    """Return `content` unchanged when it fits `limit_tokens`, else a shaped preview
+    that fits, naming the file `spill_to(content)` wrote (None: not saved)."""
+    tokens = count(content)
+    if tokens <= limit_tokens:
+        return content, None
+    path = spill_to(content)
+    kind = str(meta.get("kind") or "generic")
+    where = f"saved to {path}" if path else "not saved"
+    chars = max(200, int(len(content) * (limit_tokens - 80) / max(tokens, 1)))
+    for _ in range(6):  # shrink until the preview with its notice fits
+        body, hint = _preview(kind, content, chars, meta)
+        notice = (
+            f"\n[output cut to fit the context window: {len(content)} characters, "
+            f"~{tokens} tokens in full, {where}; {hint}]"
+        )
+        text = body.rstrip("\n") + notice
+        if count(text) <= limit_tokens or chars <= 200:
+            return text, path
+        chars = int(chars * 0.8)
+    return text, path

@@ -1,0 +1,121 @@
+"""The session transcript: `<state_dir>/sessions/<session_id>.jsonl`.
+
+Every message is appended as it happens (flushed, not fsynced), so nothing is lost
+when compaction rewrites the history the model sees. Records, one JSON object a line:
+
+    {"type": "message", "message": {...wire form...}, "meta": {...}}   meta: tool results only
+    {"type": "amend", "message": {...}}          the last message, with tail notes appended
+    {"type": "compacted", "level", "reason", "tokens_before", "tokens_after", "turn"}
+    {"type": "history", "messages": [...], "recap": str | null}   after every rewrite
+    {"type": "clear"}
+
+Resuming takes the last "history" (or "clear") record and applies the messages after it.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from swival.events import Compacted
+from swival.messages import Message
+
+
+def new_session_id(now: float | None = None) -> str:
+    """A time-sortable id such as 20261123-121500-ab12."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+@dataclass
+class Replayed:
+    """What a transcript holds for resuming: the history at the end, every record in
+    order (the ledger is rebuilt from them) and the recap of the last rewrite."""
+
+    history: list[Message] = field(default_factory=list)
+    recap: str | None = None
+    rewritten: bool = False  # a pinned block existed (history was rewritten before)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Transcript:
+    """Append-only JSONL writer. Open lazily so a session that never speaks leaves no file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[str] | None = None
+
+    def _write(self, record: Mapping[str, Any]) -> None:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8")
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def message(self, message: Message, meta: Mapping[str, Any] | None = None) -> None:
+        record: dict[str, Any] = {"type": "message", "message": message.to_dict()}
+        if meta:
+            record["meta"] = dict(meta)
+        self._write(record)
+
+    def amend(self, message: Message) -> None:
+        self._write({"type": "amend", "message": message.to_dict()})
+
+    def compacted(self, event: Compacted) -> None:
+        self._write({"type": "compacted", "level": event.level, "reason": event.reason,
+                     "tokens_before": event.tokens_before, "tokens_after": event.tokens_after,
+                     "turn": event.turn})
+
+    def history(self, messages: Sequence[Message], recap: str | None) -> None:
+        self._write({"type": "history", "messages": [m.to_dict() for m in messages],
+                     "recap": recap})
+
+    def clear(self) -> None:
+        self._write({"type": "clear"})
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def replay(path: Path) -> Replayed:
+    """Rebuild the state a transcript ends in. A torn last line (a crash while
+    writing) is skipped; any other bad line raises ValueError naming it."""
+    out = Replayed()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise ValueError(
+                f"{path}:{number}: not a transcript record; the file is damaged"
+            ) from None
+        out.records.append(record)
+        kind = record.get("type")
+        if kind == "message":
+            out.history.append(Message.from_dict(record["message"]))
+        elif kind == "amend" and out.history:
+            out.history[-1] = Message.from_dict(record["message"])
+        elif kind == "history":
+            out.history = [Message.from_dict(m) for m in record["messages"]]
+            out.recap = record.get("recap")
+            out.rewritten = True
+        elif kind == "clear":
+            out.history, out.recap, out.rewritten = [], None, False
+    return out
+
+
+def latest_session(sessions_dir: Path) -> Path | None:
+    """The newest transcript (ids sort by time), or None."""
+    files = sorted(sessions_dir.glob("*.jsonl")) if sessions_dir.is_dir() else []
+    return files[-1] if files else None

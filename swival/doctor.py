@@ -1,0 +1,65 @@
+"""`swival --doctor`: what Swival will use and whether the window can hold its own prompt."""
+
+from __future__ import annotations
+
+from swival.config import Settings
+from swival.context.tokens import TokenCounter
+from swival.errors import SwivalError
+from swival.prompts import instruction_files, load
+from swival.providers.base import ProviderInfo
+from swival.providers.factory import connect
+from swival.tools.catalog import default_tools
+from swival.tools.registry import ToolRegistry
+
+OVERHEAD_WARNING_SHARE = 0.25
+
+
+def overhead(settings: Settings) -> dict[str, int]:
+    """Tokens paid on every request before any work: prompt, schemas, instruction files."""
+    counter = TokenCounter()
+    parts = {
+        "system prompt": counter.text(load("system")),
+        "tool schemas": counter.schemas(ToolRegistry(default_tools()).schemas()),
+    }
+    for name, text in instruction_files(settings.project_root):
+        parts[name] = counter.text(text)
+    return parts
+
+
+def report(settings: Settings, info: ProviderInfo | None, error: str | None) -> list[str]:
+    """The doctor's lines, plain text (rendered by the caller)."""
+    lines = [f"project root     {settings.project_root}"]
+    files = ", ".join(str(p) for p in settings.config_files) or "none (defaults)"
+    lines.append(f"config files     {files}")
+    lines.append(f"provider         {settings.provider}")
+    if info is None:
+        lines.append(f"server           unreachable: {error}")
+        window = None
+    else:
+        lines.append(f"server           {info.base_url}")
+        lines.append(f"model            {info.model} ({info.model_source})")
+        lines.append(f"window           {info.window.describe()}")
+        window = info.window.budget_tokens
+    parts = overhead(settings)
+    total = sum(parts.values())
+    for name, tokens in parts.items():
+        lines.append(f"  {name:<15}{tokens:>6} tokens")
+    share = f", {100 * total / window:.1f}% of the window" if window else ""
+    lines.append(f"fixed overhead   {total} tokens{share}")
+    if window and total > OVERHEAD_WARNING_SHARE * window:
+        lines.append(
+            "warning: fixed overhead is over 25% of the window; load the model with a larger "
+            "context or shorten AGENTS.md/CLAUDE.md."
+        )
+    return lines
+
+
+def run_doctor(settings: Settings) -> int:
+    """Print the report; exit 3 when the server cannot be reached, else 0."""
+    try:
+        info: ProviderInfo | None = connect(settings).info
+        error = None
+    except SwivalError as exc:
+        info, error = None, str(exc)
+    print("\n".join(report(settings, info, error)))
+    return 0 if info is not None else 3

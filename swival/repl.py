@@ -1,0 +1,286 @@
+"""The interactive session: a prompt_toolkit prompt in front of the agent.
+
+Plain text is a request, `/name` a command (swival/commands.py). History is kept per
+project in `<root>/.swival/history` (Up/Down, Ctrl-R). Enter sends; Esc then Enter (what
+Alt-Enter sends) inserts a newline; pasted text stays one message (bracketed paste). Ctrl-C
+during a turn cancels it and keeps the conversation; on the prompt it only clears the line.
+Ctrl-D or /exit leaves with exit code 0.
+
+litellm takes seconds to import, so it loads in a background thread while the prompt is
+already up; a request sent before it is ready waits for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Literal
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
+from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.output import Output
+from prompt_toolkit.styles import Style
+
+from swival import __version__
+from swival.commands import BREAKDOWN_LABELS, COMMANDS, CommandReply, dispatch, is_command
+from swival.errors import SwivalError
+from swival.render import Status, TurnView, make_console
+
+if TYPE_CHECKING:
+    from swival.session import Session
+
+PROMPT = "› "
+STYLE = Style.from_dict({
+    "bottom-toolbar": "noreverse bg:#303030 #c0c0c0",
+    "bottom-toolbar.warn": "bg:#303030 fg:ansiyellow bold",
+    "bottom-toolbar.crit": "bg:#303030 fg:ansired bold",
+    "prompt": "bold",
+})
+TOOLBAR_STYLES = {"ok": "class:bottom-toolbar", "warn": "class:bottom-toolbar.warn",
+                  "crit": "class:bottom-toolbar.crit"}
+Answer = Literal["once", "always", "deny"]
+
+
+def _default_warm_up() -> None:
+    from swival.providers.factory import warm_up
+
+    warm_up()
+
+
+@dataclass
+class ReplIO:
+    """Where the REPL reads and writes. Defaults: the real terminal. Tests pass a pipe
+    input, a dummy output, a console file and a no-op warm-up."""
+
+    input: Input | None = None
+    output: Output | None = None
+    console_file: IO[str] | None = None
+    width: int | None = None
+    color: bool | None = None
+    warm_up: Callable[[], None] = _default_warm_up
+    history: bool = True
+
+
+class SlashAndPathCompleter(Completer):
+    """Tab completes command names after a leading '/', their flags after the name, and
+    otherwise the last word as a path relative to the project root."""
+
+    def __init__(self, root: Path) -> None:
+        self.paths = PathCompleter(get_paths=lambda: [str(root)], expanduser=True)
+
+    def get_completions(self, document: Document,
+                        complete_event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if text.startswith("/") and " " not in text:
+            for command in COMMANDS:
+                if command.name.startswith(text[1:]):
+                    yield Completion("/" + command.name, start_position=-len(text),
+                                     display_meta=command.help.split(".")[0])
+            return
+        if text.startswith("/"):
+            name, _, rest = text[1:].partition(" ")
+            for command in COMMANDS:
+                if command.name == name:
+                    word = rest.split(" ")[-1]
+                    for flag in command.flags:
+                        if flag.startswith(word):
+                            yield Completion(flag, start_position=-len(word))
+            return
+        word = document.get_word_before_cursor(WORD=True)
+        if word:
+            yield from self.paths.get_completions(Document(word, len(word)), complete_event)
+
+
+def key_bindings() -> KeyBindings:
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
+def context_in_use(usage: dict[str, int]) -> int:
+    """Tokens the next request would carry, from the engine's usage breakdown."""
+    return usage.get("used", sum(usage.get(key, 0) for key in BREAKDOWN_LABELS))
+
+
+class Repl:
+    """One interactive session over `session.agent`. `run()` returns the exit code."""
+
+    def __init__(self, session: Session, io: ReplIO | None = None) -> None:
+        self.session = session
+        self.io = io or ReplIO()
+        info = session.provider.info
+        self.status = Status(model=info.model, window=info.window.tokens,
+                             window_source=info.window.source,
+                             budget=info.window.budget_tokens)
+        self.console = make_console(self.io.console_file, width=self.io.width,
+                                    color=self.io.color)
+        self.view = TurnView(self.console, self.status)
+        root = session.settings.project_root
+        self.prompt: PromptSession[str] = PromptSession(
+            history=self._history(root), completer=SlashAndPathCompleter(root),
+            complete_while_typing=False, key_bindings=key_bindings(),
+            bottom_toolbar=self.toolbar, style=STYLE, input=self.io.input,
+            output=self.io.output, prompt_continuation=lambda width, *_: "." * (width - 1) + " ",
+        )
+        self._warm = threading.Thread(target=self._warm_up, name="swival-warm-up", daemon=True)
+        self._warm_error: BaseException | None = None
+        self._context_ready = threading.Event()
+        session.policy.ask = self.ask
+
+    def _history(self, root: Path) -> FileHistory | InMemoryHistory:
+        if not self.io.history:
+            return InMemoryHistory()
+        path = root / ".swival" / "history"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return FileHistory(str(path))
+        except OSError:
+            return InMemoryHistory()  # a read-only project still gets a working prompt
+
+    def _warm_up(self) -> None:
+        """Off the start-up path: the first context figure (token counting may have to load
+        its encoding) for the toolbar, then the model client (litellm) import."""
+        try:
+            self._refresh_context()
+        finally:
+            self._context_ready.set()
+        self.prompt.app.invalidate()  # redraw the toolbar with the figure
+        try:
+            self.io.warm_up()
+        except BaseException as error:  # reported when the first request needs it
+            self._warm_error = error
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self._banner()
+        self._warm.start()
+        while True:
+            try:
+                line = self.prompt.prompt([("class:prompt", PROMPT)])
+            except KeyboardInterrupt:
+                continue  # Ctrl-C on the prompt clears the line, nothing else
+            except EOFError:
+                break
+            if not line.strip():
+                continue
+            if is_command(line):
+                if self.command(line).exit:
+                    break
+            else:
+                self.turn(line)
+        return 0
+
+    def command(self, line: str) -> CommandReply:
+        """Run a slash command and render its reply."""
+        self._context_ready.wait()  # commands use the engine; the warm-up thread may too
+        try:
+            reply = dispatch(line, self.session.agent)
+        except SwivalError as error:
+            reply = CommandReply(str(error), level="error")
+        except KeyboardInterrupt:
+            reply = CommandReply("Interrupted.", level="warning")
+        for event in reply.events:
+            self.status.update(event)
+        if reply.text:
+            self.view.message(reply.text, reply.level)
+        if reply.rows:
+            self.view.table(reply.headers, reply.rows)
+        if reply.footer:
+            self.view.message(reply.footer, "dim")
+        self._refresh_context()
+        return reply
+
+    def turn(self, text: str) -> None:
+        """Run one request to its end, Ctrl-C or error; the session always survives."""
+        agent = self.session.agent
+        try:
+            self._wait_for_warm_up()
+        except KeyboardInterrupt:
+            self.view.message("Cancelled before it started.", "warning")
+            return
+        self.view.start_turn()
+        try:
+            for event in agent.run_turn(text):
+                self.status.update(event)
+                self.view.handle(event)
+        except KeyboardInterrupt:
+            self.view.interrupted()
+            finished = agent.interrupted()
+            self.status.update(finished)
+        except SwivalError as error:
+            self.view.error(f"swival: {error}")
+            agent.interrupted()  # answers any unanswered tool call so the history stays valid
+        finally:
+            self.view.close()
+
+    def _wait_for_warm_up(self) -> None:
+        if self._warm.is_alive():
+            self.view.message("Loading the model client…", "dim")
+            self._warm.join()
+        if self._warm_error is not None:
+            error, self._warm_error = self._warm_error, None
+            self.view.message(f"Loading the model client failed early: {error}", "warning")
+
+    # -- status and prompts ---------------------------------------------------------------
+
+    def toolbar(self) -> StyleAndTextTuples:
+        width = self.prompt.app.output.get_size().columns if self.io.output is None else 200
+        out: StyleAndTextTuples = []
+        for i, (level, text) in enumerate(self.status.parts(max(20, width - 2))):
+            out.append(("class:bottom-toolbar", " · " if i else " "))
+            out.append((TOOLBAR_STYLES[level], text))
+        return out
+
+    def _refresh_context(self) -> None:
+        try:
+            usage = dict(self.session.agent.context.usage_breakdown())
+        except SwivalError:
+            return
+        self.status.context_tokens = context_in_use(usage)
+
+    def _banner(self) -> None:
+        info = self.session.provider.info
+        self.view.message(f"swival {__version__} · {info.provider} {info.base_url} · "
+                          f"{info.model} · window {info.window.describe()}", "dim")
+        for note in self.session.notices:
+            self.view.message(note, "warning")
+        history = self.session.agent.context.history
+        if history:
+            self.view.message(f"Resumed session {self.session.agent.context.session_id} "
+                              f"({len(history)} messages).", "dim")
+        self.view.message("Type a request, /help for commands, Ctrl-D to quit.", "dim")
+
+    def ask(self, command: str, program: str) -> Answer:
+        """Asked by the command policy before a command runs: once, always or deny."""
+        answers: dict[str, Answer] = {"y": "once", "o": "once", "a": "always",
+                                      "n": "deny", "d": "deny", "": "deny"}
+        question = (f"Run `{command}`? [y]es once / [a]lways allow {program} / [n]o: ")
+        with self.view.paused():
+            while True:
+                try:
+                    reply = PromptSession[str](input=self.io.input, output=self.io.output)\
+                        .prompt(question).strip().lower()
+                except EOFError:
+                    return "deny"
+                # Ctrl-C here propagates: it cancels the whole turn, like anywhere else.
+                choice = answers.get(reply[:1])
+                if choice is not None:
+                    return choice
+                self.view.message("Answer y (once), a (always) or n (no).", "warning")
+
+
+def run_repl(session: Session, io: ReplIO | None = None) -> int:
+    """Entry point used by cli.py when no task is given and stdin is a terminal."""
+    return Repl(session, io).run()

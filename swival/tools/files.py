@@ -1,0 +1,141 @@
+"""Safe writes shared by write_file and edit_file.
+
+- Atomic: the new content goes to a temporary file in the same directory, is flushed to
+  disk, then renamed over the target, so a crash leaves the old file or the new one,
+  never half of each. The original permission bits are kept; new files get 0666 minus
+  the umask, as any editor would create them.
+- Stale-read guard: an existing file may only be replaced when the model read it in
+  this session and it has not changed on disk since (same mtime_ns and size).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from swival.tools.base import ToolContext, ToolError
+from swival.tools.output import looks_binary
+from swival.tools.workspace import display
+
+DIFF_CAP = 4096
+
+
+def fingerprint(path: Path) -> tuple[int, int]:
+    """What read_file records and writes compare: (mtime_ns, size)."""
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+def remember(ctx: ToolContext, path: Path) -> None:
+    """Record that the model has seen the current content of `path`."""
+    ctx.read_files[path] = fingerprint(path)
+
+
+def check_fresh(ctx: ToolContext, path: Path) -> None:
+    """Raise ToolError unless `path` was read this session and is unchanged since."""
+    seen = ctx.read_files.get(path)
+    name = display(ctx, path)
+    if seen is None:
+        raise ToolError(
+            f"{name} already exists and you have not read it in this session. "
+            f"Call read_file on {name} first, then retry."
+        )
+    if fingerprint(path) != seen:
+        raise ToolError(
+            f"{name} changed on disk since you last read it. "
+            f"Call read_file on {name} again to see its current content, then retry."
+        )
+
+
+def read_text(ctx: ToolContext, path: Path) -> str:
+    """The UTF-8 text of an existing file that is about to be edited or replaced."""
+    name = display(ctx, path)
+    if path.is_dir():
+        raise ToolError(f"{name} is a directory, not a file.")
+    data = path.read_bytes()
+    if looks_binary(data):
+        raise ToolError(f"{name} is a binary file; it cannot be edited as text.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{name} is not valid UTF-8 (byte {exc.start}); it cannot be edited as text."
+        ) from exc
+
+
+def _umask() -> int:
+    # Read without changing it where Linux allows; the fallback sets and restores it.
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, text: str) -> bool:
+    """Write `text` (UTF-8) to `path` atomically; return True if the file was created.
+
+    Parent directories are created. On any failure the temporary file is removed and
+    the original file is left untouched.
+    """
+    created = not path.exists()
+    mode = 0o666 & ~_umask() if created else stat.S_IMODE(path.stat().st_mode)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            tmp.write(text.encode("utf-8"))
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    return created
+
+
+def capped_diff(old: str, new: str, name: str, cap: int = DIFF_CAP) -> str:
+    """A unified diff of old -> new for the UI, cut to about `cap` characters."""
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True),
+        fromfile=f"a/{name}", tofile=f"b/{name}", n=2,
+    )
+    out: list[str] = []
+    size = 0
+    for line in lines:
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        if size + len(line) > cap:
+            out.append("… [diff cut]\n")
+            break
+        out.append(line)
+        size += len(line)
+    return "".join(out)
+
+
+def plural(count: int, noun: str) -> str:
+    """"1 line", "2 lines"."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def count_text_lines(text: str) -> int:
+    """Lines in `text`, counting a last line without newline."""
+    return text.count("\n") + (bool(text) and not text.endswith("\n"))
+
+
+def write_failure(ctx: ToolContext, path: Path, exc: OSError) -> ToolError:
+    """A model-facing error for a write the operating system refused."""
+    reason = exc.strerror or str(exc)
+    return ToolError(
+        f"could not write {display(ctx, path)}: {reason}. The file was left unchanged."
+    )

@@ -1,0 +1,84 @@
+"""Running one shell command in its own process group, output streamed to a file.
+
+The command runs under bash (or /bin/sh) in a new session, so it and everything it
+starts share one process group that can be killed as a whole. stdin is /dev/null (a
+command that waits for input gets EOF instead of hanging), and stdout+stderr go to the
+file the caller passes (never into memory). When the command ends, times out or is
+interrupted, whatever is left of its group is killed: no stray process outlives the
+call, except one that deliberately left the group (setsid, daemonizing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+TERM_GRACE_SECONDS = 2.0
+# Quiet pagers and prompts that would otherwise wait for a terminal that is not there.
+NON_INTERACTIVE_ENV = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "DEBIAN_FRONTEND": "noninteractive",
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a command ended: `exit_code` (negative = killed by that signal) or timed out."""
+
+    exit_code: int | None
+    timed_out: bool
+
+
+def shell() -> str:
+    """bash when installed (what models write for), else POSIX sh."""
+    return shutil.which("bash") or "/bin/sh"
+
+
+def kill_group(proc: subprocess.Popen[bytes], grace: float = TERM_GRACE_SECONDS) -> None:
+    """SIGTERM the whole group, wait up to `grace` for the leader, then SIGKILL the
+    group so nothing that ignored SIGTERM (or outlived the leader) survives."""
+    pgid = proc.pid  # start_new_session makes the leader's pid the group id
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(grace)
+    reap_group(proc)
+
+
+def reap_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL whatever remains of the group and reap the leader."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def run_in_group(command: str, cwd: Path, timeout: float, out: BinaryIO) -> Outcome:
+    """Run `command` with output to `out`. Raises OSError when it cannot start; on
+    KeyboardInterrupt kills the group and re-raises."""
+    proc = subprocess.Popen(
+        [shell(), "-c", command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, **NON_INTERACTIVE_ENV},
+    )
+    try:
+        code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        return Outcome(None, timed_out=True)
+    except BaseException:
+        kill_group(proc, grace=0.5)
+        raise
+    reap_group(proc)
+    return Outcome(code, timed_out=False)

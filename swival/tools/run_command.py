@@ -1,0 +1,118 @@
+"""run_command: run a shell command in the project root, after the command policy agrees."""
+
+from __future__ import annotations
+
+import signal
+import tempfile
+from collections.abc import Mapping
+from typing import Any, BinaryIO
+
+from swival.messages import ToolResult
+from swival.tools.base import ToolContext, ToolError, ToolSpec
+from swival.tools.output import make_preview, spill, strip_ansi
+from swival.tools.process import Outcome, run_in_group
+from swival.tools.workspace import display
+
+INLINE_BYTES = 10_240
+HEAD_BYTES = 2_000
+TAIL_BYTES = 4_000
+MAX_TIMEOUT = 3600.0
+PAGE_LINES = 200
+
+
+class RunCommand:
+    """Run `command` with `/bin/sh -c` semantics (bash when present). Output over 10 KB is
+    saved under `.swival/out/` and the model gets its head and tail plus the file's path."""
+
+    read_only = False
+    spec = ToolSpec(
+        name="run_command",
+        description="Run a shell command in the project root.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "command": {"type": "string"},
+                "timeout": {"type": "integer", "description": "seconds"},
+            },
+            "required": ["command"],
+        },
+    )
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        command = args["command"]
+        if not command.strip():
+            raise ToolError("command is empty; give a shell command to run.")
+        given = args.get("timeout")
+        timeout = float(ctx.command_timeout if given is None else given)
+        ceiling = max(MAX_TIMEOUT, ctx.command_timeout)
+        if not 0 < timeout <= ceiling:
+            raise ToolError(f"timeout must be between 1 and {ceiling:g} seconds.")
+        meta: dict[str, Any] = {"kind": "command", "command": command}
+        reason = ctx.approve(command)
+        if reason is not None:
+            meta["refused"] = True
+            return ToolResult(f"command refused: {reason}", is_error=True, meta=meta)
+        with tempfile.TemporaryFile() as out:
+            try:
+                outcome = run_in_group(command, ctx.root, timeout, out)
+            except OSError as exc:
+                return ToolResult(
+                    f"command could not start: {exc.strerror or exc}", is_error=True, meta=meta
+                )
+            text, spill_path = _shape_output(ctx, out)
+        if spill_path:
+            meta["spill_path"] = spill_path
+        meta["exit_code"] = outcome.exit_code
+        return ToolResult(text + _ending(outcome, timeout), is_error=outcome.timed_out,
+                          meta=meta)
+
+
+def _ending(outcome: Outcome, timeout: float) -> str:
+    if outcome.timed_out:
+        return (f"[timed out after {timeout:g} s; the command and its child processes were "
+                "killed. If it needs longer, call run_command again with a larger timeout "
+                "(seconds), or run it in smaller steps.]")
+    code = outcome.exit_code or 0
+    if code < 0:
+        try:
+            return f"[killed by signal {signal.Signals(-code).name}]"
+        except ValueError:
+            return f"[killed by signal {-code}]"
+    return f"[exit code {code}]"
+
+
+def _clean(text: str) -> str:
+    """Output without colour codes, and progress-bar redraws reduced to the last one."""
+    text = strip_ansi(text)
+    if "\r" in text:
+        text = "\n".join(
+            line.rstrip("\r").rsplit("\r", 1)[-1] for line in text.split("\n")
+        )
+    return text
+
+
+def _shape_output(ctx: ToolContext, out: BinaryIO) -> tuple[str, str | None]:
+    """The text the model sees (inline, or a head+tail preview) and the spill file path."""
+    size = out.seek(0, 2)
+    if size <= INLINE_BYTES:
+        out.seek(0)
+        text = _clean(out.read().decode("utf-8", errors="replace"))
+        return (text if text.endswith("\n") or not text else text + "\n"), None
+    preview = make_preview(out, HEAD_BYTES, TAIL_BYTES)
+    first_hidden, last_hidden = preview.head_lines + 1, preview.tail_from - 1
+    gap = f"lines {first_hidden}-{last_hidden} of {preview.total_lines} not shown"
+    try:
+        path = display(ctx, spill(out, ctx.spill_dir, "cmd").resolve())
+    except OSError as exc:
+        note = (f"[… {gap}; the full output ({preview.total_bytes} bytes) could not be saved: "
+                f"{exc.strerror or exc}]")
+        spill_path = None
+    else:
+        note = (f"[… {gap}. Full output ({preview.total_bytes} bytes) saved to {path}; read "
+                f"it with read_file file_path=\"{path}\" offset={first_hidden} "
+                f"limit={PAGE_LINES}]")
+        spill_path = path
+    head, tail = _clean(preview.head), _clean(preview.tail)
+    head = head if head.endswith("\n") or not head else head + "\n"
+    tail = tail if tail.endswith("\n") else tail + "\n"
+    return f"{head}{note}\n{tail}", spill_path

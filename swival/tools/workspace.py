@@ -1,0 +1,96 @@
+"""The workspace sandbox: which paths the file tools may read and write.
+
+A path is resolved first (relative to the project root, `..` collapsed, every symlink
+followed) and only then compared with the allowed roots, so no spelling of a path and
+no symlink can lead a tool outside them. Read/write roots are the project root and
+`ctx.extra_dirs`; `ctx.read_only_dirs` may only be read. Nothing inside a `.git`
+directory may be written.
+
+The check happens just before the file is opened; a symlink swapped in between the
+check and the open by another process is outside what this guards against.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swival.tools.base import ToolContext, ToolError
+
+FORBIDDEN_WRITE_PARTS = frozenset({".git"})
+
+
+def writable_roots(ctx: ToolContext) -> tuple[Path, ...]:
+    """The resolved directories tools may read and write."""
+    return tuple(p.resolve() for p in (ctx.root, *ctx.extra_dirs))
+
+
+def readable_roots(ctx: ToolContext) -> tuple[Path, ...]:
+    """The resolved directories tools may read (writable ones first)."""
+    return writable_roots(ctx) + tuple(p.resolve() for p in ctx.read_only_dirs)
+
+
+def describe_roots(ctx: ToolContext) -> str:
+    """A one-line list of the allowed roots, for error messages."""
+    parts = [f"{p} (read/write)" for p in writable_roots(ctx)]
+    parts += [f"{p.resolve()} (read-only)" for p in ctx.read_only_dirs]
+    return ", ".join(parts)
+
+
+def containing_root(ctx: ToolContext, path: Path) -> Path | None:
+    """The allowed root (resolved) that holds the resolved `path`, or None."""
+    for root in readable_roots(ctx):
+        if path == root or path.is_relative_to(root):
+            return root
+    return None
+
+
+def _absolute(ctx: ToolContext, raw: str) -> Path:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ToolError("the path is empty; give a path relative to the project root.")
+    if "\0" in raw:
+        raise ToolError("the path contains a NUL character.")
+    path = Path(raw.strip()).expanduser()
+    return path if path.is_absolute() else ctx.root / path
+
+
+def resolve_read(ctx: ToolContext, raw: str) -> Path:
+    """Resolve a path the model gave for reading; raise ToolError if it leads outside."""
+    resolved = _absolute(ctx, raw).resolve()
+    if containing_root(ctx, resolved) is None:
+        raise ToolError(
+            f"{raw} resolves to {resolved}, which is outside the workspace. "
+            f"Allowed: {describe_roots(ctx)}."
+        )
+    return resolved
+
+
+def resolve_write(ctx: ToolContext, raw: str) -> Path:
+    """Resolve a path the model gave for writing; raise ToolError if it may not be written."""
+    resolved = _absolute(ctx, raw).resolve()
+    root = next(
+        (r for r in writable_roots(ctx) if resolved == r or resolved.is_relative_to(r)), None
+    )
+    if root is None:
+        where = "in a read-only directory" if containing_root(ctx, resolved) else (
+            "outside the workspace"
+        )
+        raise ToolError(
+            f"{raw} resolves to {resolved}, which is {where}; it cannot be written. "
+            f"Allowed: {describe_roots(ctx)}."
+        )
+    if FORBIDDEN_WRITE_PARTS.intersection(resolved.relative_to(root).parts):
+        raise ToolError(
+            f"{raw} is inside a .git directory; writing there is refused. "
+            "Use run_command with git to change the repository."
+        )
+    return resolved
+
+
+def display(ctx: ToolContext, path: Path) -> str:
+    """`path` relative to the project root when inside it, else absolute (POSIX form)."""
+    root = ctx.root.resolve()
+    if path == root:
+        return "."
+    if path.is_relative_to(root):
+        return path.relative_to(root).as_posix()
+    return path.as_posix()

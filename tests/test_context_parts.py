@@ -1,0 +1,178 @@
+"""Token counting, budget, caps, ledger, compaction passes and the transcript."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from test_context_doubles import code_text
+
+from swival.context import caps, compaction
+from swival.context.budget import Budget, Calibration
+from swival.context.compaction import ResultInfo
+from swival.context.ledger import Ledger, error_line
+from swival.context.tokens import TokenCounter, litellm_tokenizer_dir, load_encoder
+from swival.context.transcript import Transcript, new_session_id, replay
+from swival.messages import Message, ToolCall, ToolResult
+
+COUNTER = TokenCounter()
+
+
+def test_tiktoken_is_used_offline_from_litellm_copies() -> None:
+    assert litellm_tokenizer_dir() is not None
+    env = {"PATH": os.environ.get("PATH", "")}
+    assert load_encoder(env) is not None and env["TIKTOKEN_CACHE_DIR"].endswith("tokenizers")
+    assert COUNTER.exact and COUNTER.text("hello world") == 2
+
+
+def test_fallback_estimate_when_encoding_missing(tmp_path: Path) -> None:
+    assert load_encoder({"TIKTOKEN_CACHE_DIR": str(tmp_path)}) is None
+    estimate = TokenCounter(use_tiktoken=False)
+    assert not estimate.exact and estimate.text("x" * 36) == 12
+    sample = Path(__file__).read_text(encoding="utf-8")
+    ratio = estimate.text(sample) / COUNTER.text(sample)
+    assert 1.0 <= ratio < 1.7  # chars/3.0 over-counts ordinary code a little, never under
+
+
+def test_message_counts_are_cached_per_object() -> None:
+    message = Message(role="user", content="some text here")
+    first = COUNTER.message(message)
+    assert COUNTER.message(message) == first == 4 + COUNTER.text("some text here")
+    call = ToolCall(id="1", name="read_file", arguments={"path": "a.py"})
+    assert COUNTER.message(Message(role="assistant", tool_calls=(call,))) > 4
+
+
+def test_budget_numbers_at_8k() -> None:
+    budget = Budget(8192, 32768, 0.85, 0.6)
+    assert budget.output_reserve == 1228 and budget.input_budget == 6964
+    assert budget.trigger == 5919 and budget.target == 4178
+    assert budget.reply_tokens(1000) == 8192 - 1000 - 163
+    assert budget.reply_tokens(8100) == 256  # the floor
+    assert Budget(8192, 500, 0.85, 0.6).reply_tokens(100) == 500  # the user's cap
+
+
+def test_calibration_moving_average_and_clamp() -> None:
+    calibration = Calibration()
+    calibration.observe(1200, 1000)
+    assert calibration.factor == pytest.approx(1.04)
+    for _ in range(100):
+        calibration.observe(10_000, 1000)
+    assert calibration.factor == 3.0
+    calibration.jump(500, 1000)
+    assert calibration.factor == 3.0  # a jump never lowers it
+
+
+def _cap(content: str, meta: dict[str, object], tmp_path: Path) -> tuple[str, Path | None]:
+    return caps.cap_result(content, meta, 300, COUNTER.text,
+                           lambda text: caps.spill(tmp_path, "r", text))
+
+
+def test_small_result_passes_unchanged(tmp_path: Path) -> None:
+    assert _cap("short", {"kind": "command"}, tmp_path) == ("short", None)
+
+
+def test_command_preview_is_head_and_tail(tmp_path: Path) -> None:
+    body = "$ make\n" + "\n".join(f"compiling module {i}" for i in range(800)) + "\nBUILD FAILED"
+    text, path = _cap(body, {"kind": "command"}, tmp_path)
+    assert text.startswith("$ make") and "BUILD FAILED" in text and COUNTER.text(text) <= 300
+    assert path is not None and path.read_text() == body and str(path) in text
+
+
+def test_file_preview_is_head_with_offset(tmp_path: Path) -> None:
+    body = code_text(400)
+    text, _ = _cap(body, {"kind": "file", "path": "big.py"}, tmp_path)
+    shown = text.split("\n[output cut")[0].count("\n") + 1
+    assert text.startswith("def func_0_0") and f"read_file path=big.py offset={shown + 1}" in text
+
+
+def test_matches_preview_keeps_leading_matches(tmp_path: Path) -> None:
+    body = "\n".join(f"src/m{i}.py:{i}: needle" for i in range(900))
+    text, _ = _cap(body, {"kind": "matches"}, tmp_path)
+    assert text.startswith("src/m0.py:0: needle") and "src/m899.py" not in text
+
+
+def test_spill_without_state_dir_says_not_saved() -> None:
+    text, path = caps.cap_result(code_text(400), {}, 200, COUNTER.text, lambda t: None)
+    assert path is None and "not saved" in text
+
+
+def test_ledger_records_requests_files_commands_errors() -> None:
+    ledger = Ledger()
+    ledger.record_user("fix the parser")
+    ledger.record_user("and add a test")
+    call = ToolCall(id="1", name="run_command", arguments={"command": "pytest -x tests"})
+    out = "collected 3 items\nE   AssertionError: 1 != 2\nFAILED tests/t.py::test_a - x\n"
+    ledger.record_result(call, ToolResult(out, meta={"kind": "command", "exit_code": 1}))
+    write = ToolCall(id="2", name="write_file", arguments={"path": "new.py"})
+    ledger.record_result(write, ToolResult("ok", meta={"changed": [["new.py", "created"]]}))
+    ledger.record_result(write, ToolResult("ok", meta={"changed": [["new.py", "modified"]]}))
+    text = ledger.render()
+    assert "fix the parser" in text and "- and add a test" in text
+    assert "new.py (created)" in text and "`pytest -x tests` exit 1" in text
+    assert "FAILED tests/t.py::test_a" in text
+
+
+def test_error_line_prefers_specific_lines() -> None:
+    assert error_line("Traceback (most recent call last):\n  x\nKeyError: 'a'\n") == "KeyError: 'a'"
+    assert error_line("all good") is None
+    assert error_line("==== 2 failed, 3 passed in 0.1s ====") is not None
+
+
+def _session() -> list[Message]:
+    history: list[Message] = [Message(role="user", content="task")]
+    for n in range(6):
+        call = ToolCall(id=f"c{n}", name="write_file" if n == 2 else "read_file",
+                        arguments={"path": f"f{n}.py"})
+        history.append(Message(role="assistant", tool_calls=(call,)))
+        history.append(Message(role="tool", content=code_text(30, n), tool_call_id=f"c{n}",
+                               name=call.name))
+    return history
+
+
+def _lookup(message: Message) -> ResultInfo | None:
+    if message.role != "tool":
+        return None
+    return ResultInfo(name=message.name or "", kind="file", path=f"f{message.tool_call_id}",
+                      lines=30, wrote=message.name == "write_file")
+
+
+def test_turn_spans_group_calls_with_results() -> None:
+    spans = compaction.turn_spans(_session())
+    assert spans[0] == (0, 1) and spans[1] == (1, 3) and len(spans) == 7
+
+
+def test_shrink_keeps_last_two_turns_whole() -> None:
+    history = _session()
+    out = compaction.shrink(history, _lookup, keep=2)
+    assert out[-4:] == history[-4:]
+    assert out[2].content == "[read_file: fc0, 30 lines — content compacted]"
+    assert len(out) == len(history) and out[0] is history[0]
+
+
+def test_drop_keeps_users_and_high_scores_and_pairs() -> None:
+    history = _session()
+    kept, dropped = compaction.drop(history, _lookup, keep=2)
+    assert history[0] in kept and not any(m.role == "user" for m in dropped)
+    assert any(m.name == "write_file" for m in kept)  # writes score highest
+    assert len(dropped) == 4  # 2 of the 4 candidate turns, each call + result
+
+
+def test_nuclear_keeps_last_two_turns() -> None:
+    history = _session()
+    kept, dropped = compaction.nuclear(history, keep=2)
+    assert kept == history[-4:] and dropped == history[:-4]
+
+
+def test_transcript_replay_and_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    transcript = Transcript(path)
+    transcript.message(Message(role="user", content="a"))
+    transcript.history([Message(role="user", content="b")], "recap")
+    transcript.message(Message(role="assistant", content="c"))
+    transcript.close()
+    with path.open("a") as f:
+        f.write('{"type": "mess')  # a crash while writing
+    state = replay(path)
+    assert [m.content for m in state.history] == ["b", "c"] and state.recap == "recap"
+    assert len(new_session_id()) == len("20261123-121500-ab12")

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from swival.messages import ToolCall, ToolResult
+from swival.tools.base import ToolContext, ToolError, ToolSpec
+from swival.tools.registry import ToolRegistry, check_arguments
+
+
+class Echo:
+    """A test tool implementing the Tool protocol."""
+
+    spec = ToolSpec(
+        "echo",
+        "Echo text.",
+        {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "times": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["loud", "quiet"]},
+            },
+            "required": ["text"],
+        },
+    )
+    read_only = True
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        if args["text"] == "fail":
+            raise ToolError("asked to fail")
+        if args["text"] == "crash":
+            raise RuntimeError("boom")
+        return ToolResult(args["text"] * int(args.get("times") or 1))
+
+
+def _run(reg: ToolRegistry, name: str, args: dict[str, Any], tmp_path: Path) -> ToolResult:
+    return reg.run(ToolCall("c1", name, args), ToolContext(root=tmp_path))
+
+
+def test_runs_a_valid_call(tmp_path: Path) -> None:
+    assert _run(ToolRegistry([Echo()]), "echo", {"text": "ab", "times": 2}, tmp_path).content \
+        == "abab"
+
+
+def test_unknown_tool_suggests_the_closest(tmp_path: Path) -> None:
+    result = _run(ToolRegistry([Echo()]), "ecko", {"text": "x"}, tmp_path)
+    assert result.is_error
+    assert "no tool named `ecko`" in result.content and "Did you mean `echo`" in result.content
+
+
+def test_argument_problems_are_precise() -> None:
+    schema = Echo.spec.parameters
+    assert check_arguments(schema, {}) == "missing required argument(s): text"
+    assert "unknown argument(s): txt" in (check_arguments(schema, {"text": "a", "txt": 1}) or "")
+    assert "must be of type integer" in (check_arguments(schema, {"text": "a", "times": "2"})
+                                         or "")
+    assert "must be of type integer" in (check_arguments(schema, {"text": "a", "times": True})
+                                         or "")
+    assert "must be one of loud, quiet" in (check_arguments(schema, {"text": "a", "mode": "x"})
+                                            or "")
+    assert check_arguments(schema, {"text": "a", "times": None}) is None
+
+
+def test_unparseable_arguments_are_reported_not_run(tmp_path: Path) -> None:
+    reg = ToolRegistry([Echo()])
+    call = ToolCall("c1", "echo", {}, arguments_error="arguments are not valid JSON: ...")
+    result = reg.run(call, ToolContext(root=tmp_path))
+    assert result.is_error and "not valid JSON" in result.content
+
+
+def test_tool_errors_and_crashes_become_results(tmp_path: Path) -> None:
+    reg = ToolRegistry([Echo()])
+    failed = _run(reg, "echo", {"text": "fail"}, tmp_path)
+    assert failed.is_error and failed.content == "error: asked to fail"
+    crashed = _run(reg, "echo", {"text": "crash"}, tmp_path)
+    assert crashed.is_error and "RuntimeError: boom" in crashed.content
+
+
+def test_third_identical_call_within_six_is_not_run(tmp_path: Path) -> None:
+    reg = ToolRegistry([Echo()])
+    assert not _run(reg, "echo", {"text": "a"}, tmp_path).is_error
+    assert not _run(reg, "echo", {"text": "a"}, tmp_path).is_error
+    third = _run(reg, "echo", {"text": "a"}, tmp_path)
+    assert third.is_error and "already made 2 times" in third.content
+
+
+def test_identical_calls_far_apart_still_run(tmp_path: Path) -> None:
+    reg = ToolRegistry([Echo()])
+    _run(reg, "echo", {"text": "a"}, tmp_path)
+    for i in range(6):
+        _run(reg, "echo", {"text": f"other{i}"}, tmp_path)
+    _run(reg, "echo", {"text": "a"}, tmp_path)
+    assert not _run(reg, "echo", {"text": "b"}, tmp_path).is_error
+    assert not _run(reg, "echo", {"text": "a"}, tmp_path).is_error

@@ -1,0 +1,273 @@
+"""The REPL driven through prompt_toolkit's pipe input, against the real agent, context
+engine and tools, with the scripted in-process provider standing in for the model."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from swival.agent import Agent, AgentConfig, make_summarizer
+from swival.config import Settings
+from swival.context.engine import ContextEngine, ContextSettings
+from swival.context.knowledge import Knowledge
+from swival.errors import TransientProviderError
+from swival.providers.base import ChatRequest
+from swival.repl import Repl, ReplIO, SlashAndPathCompleter
+from swival.session import Session
+from swival.tools.base import ToolContext
+from swival.tools.catalog import default_tools
+from swival.tools.policy import CommandPolicy
+from swival.tools.registry import ToolRegistry
+from tests.scripted import ScriptedProvider, call, reply
+
+ESC_ENTER = "\x1b\r"
+CTRL_C, CTRL_D = "\x03", "\x04"
+
+
+def alive(pid: int, wait: float = 3.0) -> bool:
+    """Whether `pid` still runs after up to `wait` seconds. A zombie (killed, not yet reaped
+    by an init that may never reap it in a container) counts as gone."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.05)
+
+
+def make_session(root: Path, provider: ScriptedProvider, commands: str = "all") -> Session:
+    """The same composition as swival.session.open_session, minus the network."""
+    settings = Settings(project_root=root, commands=commands)
+    registry = ToolRegistry(default_tools())
+    policy = CommandPolicy(commands)
+    tool_ctx = ToolContext(root=root, approve=policy.approve, command_timeout=30)
+    state = root / ".swival"
+    context = ContextEngine(
+        ContextSettings(window=provider.info.window.budget_tokens, max_output_tokens=1024),
+        "You are a test agent.", registry.schemas(), knowledge=Knowledge(state),
+        state_dir=state, summarize=make_summarizer(provider),
+    )
+    agent = Agent(provider, registry, context, tool_ctx, AgentConfig(max_turns=8))
+    return Session(settings, provider, agent, policy)
+
+
+class Run:
+    """A REPL over a pipe: keys go in with `send`, rendered output is in `out`."""
+
+    def __init__(self, session: Session, warm_up: object = None) -> None:
+        self.session = session
+        self.buf = io.StringIO()
+        self.code: int | None = None
+        self._warm = warm_up or (lambda: None)
+
+    def __call__(self, keys: str) -> str:
+        with create_pipe_input() as pipe:
+            pipe.send_text(keys)
+            io_ = ReplIO(input=pipe, output=DummyOutput(), console_file=self.buf, width=100,
+                         color=False, warm_up=self._warm)  # type: ignore[arg-type]
+            self.repl = Repl(self.session, io_)
+            self.code = self.repl.run()
+        return self.buf.getvalue()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[Path]:
+    (tmp_path / "main.py").write_text("print('hi')\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "module.py").write_text("x = 1\n")
+    yield tmp_path
+
+
+def user_texts(request: ChatRequest) -> list[str]:
+    return [m.content for m in request.messages if m.role == "user"]
+
+
+def test_a_request_gets_its_answer_and_ctrl_d_leaves_with_0(root: Path) -> None:
+    provider = ScriptedProvider([reply("The answer is **42**.", usage=(120, 9))])
+    run = Run(make_session(root, provider))
+    out = run("what is it?\r" + CTRL_D)
+    assert run.code == 0
+    assert "The answer is 42." in out
+    assert user_texts(provider.requests[0])[-1] == "what is it?"
+    assert "what is it?" in (root / ".swival" / "history").read_text()
+
+
+def test_exit_command_leaves_with_0_and_sends_nothing(root: Path) -> None:
+    provider = ScriptedProvider([])
+    run = Run(make_session(root, provider))
+    out = run("/exit\r")
+    assert run.code == 0 and provider.requests == [] and "Bye." in out
+
+
+def test_escape_enter_inserts_a_newline_and_paste_stays_one_message(root: Path) -> None:
+    provider = ScriptedProvider([reply("one"), reply("two")])
+    run = Run(make_session(root, provider))
+    paste = "\x1b[200~first pasted line\nsecond pasted line\x1b[201~"
+    run(f"line one{ESC_ENTER}line two\r{paste}\r{CTRL_D}")
+    assert user_texts(provider.requests[0])[-1] == "line one\nline two"
+    assert user_texts(provider.requests[1])[-1] == "first pasted line\nsecond pasted line"
+
+
+def test_ctrl_c_on_the_prompt_does_nothing_harmful(root: Path) -> None:
+    provider = ScriptedProvider([reply("still here")])
+    run = Run(make_session(root, provider))
+    out = run(f"half typed{CTRL_C}{CTRL_C}hello\r{CTRL_D}")
+    assert run.code == 0
+    assert len(provider.requests) == 1
+    assert user_texts(provider.requests[0])[-1] == "hello"
+    assert "still here" in out
+
+
+def interrupt(_request: ChatRequest) -> object:
+    raise KeyboardInterrupt  # what a real provider lets through when the user hits Ctrl-C
+
+
+def test_ctrl_c_during_a_model_call_cancels_the_turn_and_keeps_the_session(root: Path) -> None:
+    provider = ScriptedProvider([interrupt, reply("second answer")])
+    run = Run(make_session(root, provider))
+    out = run(f"first\rsecond\r{CTRL_D}")
+    assert "Interrupted" in out and "second answer" in out
+    assert user_texts(provider.requests[1])[-2:] == ["first", "second"]
+
+
+@pytest.mark.timeout(30)
+def test_ctrl_c_during_a_long_command_kills_it_and_answers_the_call(root: Path) -> None:
+    pidfile = root / "child.pid"
+    command = f"sleep 60 & echo $! > {pidfile}; wait"
+    provider = ScriptedProvider([call("run_command", command=command), reply("after")])
+    run = Run(make_session(root, provider))
+
+    def press_ctrl_c() -> None:  # SIGINT to ourselves, as the terminal sends it on Ctrl-C
+        deadline = time.monotonic() + 10
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=press_ctrl_c, daemon=True).start()
+    started = time.monotonic()
+    out = run(f"run it\rnext\r{CTRL_D}")
+    assert time.monotonic() - started < 20
+    assert "Interrupted" in out and "after" in out
+    assert not alive(int(pidfile.read_text()))
+    # the unanswered call got a synthetic result, so the next request is valid chat
+    last = provider.requests[-1].messages
+    tool_msgs = [m for m in last if m.role == "tool"]
+    assert tool_msgs and "interrupted" in tool_msgs[-1].content
+
+
+def test_provider_errors_are_shown_and_the_session_goes_on(root: Path) -> None:
+    provider = ScriptedProvider([TransientProviderError("server returned 500 three times"),
+                                 reply("recovered")])
+    run = Run(make_session(root, provider))
+    out = run(f"one\rtwo\r{CTRL_D}")
+    assert "swival: server returned 500 three times" in out
+    assert "recovered" in out and run.code == 0
+
+
+def test_tool_calls_render_one_line_each_and_edits_show_a_diff(root: Path) -> None:
+    provider = ScriptedProvider([
+        call("read_file", file_path="main.py"),
+        call("edit_file", file_path="main.py", old_string="hi", new_string="hello"),
+        reply("Changed the greeting."),
+    ])
+    run = Run(make_session(root, provider))
+    out = run(f"change the greeting\r{CTRL_D}")
+    assert "• read_file main.py — 1 of 1 lines" in out
+    assert "• edit_file main.py" in out
+    assert "-print('hi')" in out and "+print('hello')" in out
+    assert (root / "main.py").read_text() == "print('hello')\n"
+
+
+def test_commands_are_asked_for_approval_in_ask_mode(root: Path) -> None:
+    provider = ScriptedProvider([
+        call("run_command", command="echo approved-once"),
+        call("run_command", command="echo refused"),
+        reply("done"),
+    ])
+    run = Run(make_session(root, provider, commands="ask"))
+    run(f"go\ry\rn\r{CTRL_D}")
+    results = [m.content for m in provider.requests[-1].messages if m.role == "tool"]
+    assert "approved-once" in results[0]
+    assert "refused" in results[1] and "declined" in results[1]
+
+
+def test_a_request_typed_before_warm_up_finishes_waits_for_it(root: Path) -> None:
+    finished: list[float] = []
+
+    def slow_warm_up() -> None:
+        time.sleep(0.5)
+        finished.append(time.monotonic())
+
+    seen: list[float] = []
+
+    def model(_request: ChatRequest) -> object:
+        seen.append(time.monotonic())
+        return reply("ok")
+
+    run = Run(make_session(root, ScriptedProvider([model])), warm_up=slow_warm_up)
+    out = run(f"early\r{CTRL_D}")
+    assert finished and seen and seen[0] >= finished[0]
+    assert "Loading the model client" in out
+
+
+def test_toolbar_shows_model_window_share_and_turn_tokens(root: Path) -> None:
+    provider = ScriptedProvider([reply("ok", usage=(7500, 40))], window=10_000)
+    run = Run(make_session(root, provider))
+    run(f"hi\r{CTRL_D}")
+    fragments = run.repl.toolbar()
+    text = "".join(t for _, t in fragments)
+    assert "scripted-model" in text and "window 10000 [scripted]" in text
+    assert "last turn 7500 in / 40 out" in text
+    styles = [s for s, t in fragments if t.startswith("ctx ")]
+    assert styles == ["class:bottom-toolbar.warn"]  # 7540 of 10000 is over 70 %
+
+
+def test_slash_commands_render_their_replies(root: Path) -> None:
+    provider = ScriptedProvider([reply("first answer")])
+    run = Run(make_session(root, provider))
+    out = run("hello\r/help\r/context\r/todo\r/sessions\r/compac\r/frobnicate\r/exit\r")
+    assert "/compact [--drop]" in out and "Esc then Enter" in out  # /help
+    assert "system prompt" in out and "tool schemas" in out and "level 2" in out  # /context
+    assert "The todo list is empty." in out
+    assert run.session.agent.context.session_id in out  # /sessions lists this session
+    assert "Unknown command /compac. Did you mean /compact?" in out
+    assert "Unknown command /frobnicate." in out
+
+
+def test_clear_forgets_the_conversation(root: Path) -> None:
+    provider = ScriptedProvider([reply("one"), reply("two")])
+    run = Run(make_session(root, provider))
+    out = run(f"remember me\r/clear\rfresh start\r{CTRL_D}")
+    assert "Cleared" in out
+    assert user_texts(provider.requests[1]) == ["fresh start"]
+
+
+def test_completer_completes_commands_flags_and_paths(root: Path) -> None:
+    completer = SlashAndPathCompleter(root)
+
+    def complete(text: str) -> list[str]:
+        doc = Document(text, len(text))
+        return [c.text for c in completer.get_completions(doc, CompleteEvent())]
+
+    assert complete("/co") == ["/compact", "/context"]
+    assert complete("/compact --d") == ["--drop"]
+    assert complete("please read ma") == ["in.py"]
+    assert complete("look at src/mo") == ["dule.py"]

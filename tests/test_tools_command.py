@@ -1,0 +1,180 @@
+"""run_command: exit codes, policy refusal, spill files, timeouts and process groups."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swival.messages import ToolCall, ToolResult
+from swival.tools.base import ToolContext
+from swival.tools.core import core_tools
+from swival.tools.registry import ToolRegistry
+from swival.tools.run_command import INLINE_BYTES
+
+
+def run(ctx: ToolContext, **args: Any) -> ToolResult:
+    return ToolRegistry(core_tools()).run(ToolCall("c1", "run_command", args), ctx)
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    return ToolContext(root=tmp_path, command_timeout=20)
+
+
+def is_gone(pid: int, wait: float = 3.0) -> bool:
+    """True once `pid` no longer exists (or is only an unreaped zombie)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_output_and_exit_code(ctx: ToolContext) -> None:
+    result = run(ctx, command="echo out; echo err >&2; exit 2")
+    assert result.content == "out\nerr\n[exit code 2]"
+    assert not result.is_error
+    assert dict(result.meta) == {"kind": "command", "command": "echo out; echo err >&2; exit 2",
+                                 "exit_code": 2}
+
+
+def test_runs_in_root_with_empty_stdin(ctx: ToolContext) -> None:
+    result = run(ctx, command="pwd; cat; echo done")
+    assert result.content == f"{ctx.root}\ndone\n[exit code 0]"
+
+
+def test_colour_codes_and_progress_redraws_are_cleaned(ctx: ToolContext) -> None:
+    result = run(ctx, command=r"printf '\033[31mred\033[0m\n10%%\r50%%\r100%%\n'")
+    assert result.content == "red\n100%\n[exit code 0]"
+
+
+def test_refused_command_is_not_run(ctx: ToolContext) -> None:
+    seen: list[str] = []
+
+    def deny(command: str) -> str | None:
+        seen.append(command)
+        return "not today"
+
+    ctx.approve = deny
+    result = run(ctx, command="touch ran.txt")
+    assert result.is_error and result.content == "command refused: not today"
+    assert result.meta["refused"] is True and result.meta["kind"] == "command"
+    assert seen == ["touch ran.txt"]
+    assert not (ctx.root / "ran.txt").exists()
+
+
+def test_large_output_is_spilled_with_head_and_tail(ctx: ToolContext) -> None:
+    result = run(ctx, command="seq 1 20000")
+    assert len(result.content.encode()) < INLINE_BYTES
+    spill = result.meta["spill_path"]
+    assert spill.startswith(".swival/out/cmd-") and spill.endswith(".txt")
+    full = (ctx.root / spill).read_text()
+    assert full == "".join(f"{i}\n" for i in range(1, 20001))
+    lines = result.content.splitlines()
+    assert lines[0] == "1" and lines[-2] == "20000" and lines[-1] == "[exit code 0]"
+    note = next(line for line in lines if line.startswith("[…"))
+    first_hidden = int(note.split("lines ")[1].split("-")[0])
+    assert lines[first_hidden - 2] == str(first_hidden - 1)  # head ends just before the gap
+    assert f'read_file file_path="{spill}" offset={first_hidden} limit=200' in note
+    assert "of 20000 not shown" in note
+    # The pointer works: read_file pages the spill file from where the preview stopped.
+    page = ToolRegistry(core_tools()).run(
+        ToolCall("c2", "read_file", {"file_path": spill, "offset": first_hidden, "limit": 1}),
+        ctx)
+    assert page.content.startswith(f"{first_hidden}\t{first_hidden}")
+
+
+def test_output_at_the_limit_stays_inline(ctx: ToolContext) -> None:
+    result = run(ctx, command=f"head -c {INLINE_BYTES} /dev/zero | tr '\\0' 'a'")
+    assert "spill_path" not in result.meta
+    assert result.content.startswith("a" * INLINE_BYTES)
+
+
+def test_fifty_megabytes_of_output_stays_bounded(ctx: ToolContext) -> None:
+    result = run(ctx, command="yes 0123456789abcdef | head -c 50000000")
+    spill = ctx.root / result.meta["spill_path"]
+    assert spill.stat().st_size == 50_000_000
+    assert len(result.content) < 8_000
+    assert "not shown" in result.content and result.meta["exit_code"] == 0
+
+
+def test_spill_failure_still_gives_preview(ctx: ToolContext) -> None:
+    (ctx.root / ".swival").write_text("a file where the spill directory should be")
+    result = run(ctx, command="seq 1 20000")
+    assert not result.is_error
+    assert "could not be saved" in result.content
+    assert "spill_path" not in result.meta
+    assert result.content.splitlines()[0] == "1"
+    assert result.content.splitlines()[-2] == "20000"
+
+
+def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:
+    started = time.monotonic()
+    result = run(ctx, command="sleep 100 & echo $! > child.pid; wait", timeout=1)
+    assert time.monotonic() - started < 10
+    assert result.is_error
+    assert "timed out after 1 s" in result.content and "larger timeout" in result.content
+    assert result.meta["exit_code"] is None
+    child = int((ctx.root / "child.pid").read_text())
+    assert is_gone(child)
+
+
+def test_timeout_escalates_to_sigkill(ctx: ToolContext) -> None:
+    command = "trap '' TERM; sleep 100 & echo $! > child.pid; while :; do sleep 0.1; done"
+    result = run(ctx, command=command, timeout=1)
+    assert result.is_error and "timed out" in result.content
+    assert is_gone(int((ctx.root / "child.pid").read_text()))
+
+
+def test_background_child_does_not_outlive_the_command(ctx: ToolContext) -> None:
+    result = run(ctx, command="sleep 100 >/dev/null & echo $!")
+    assert result.meta["exit_code"] == 0
+    assert is_gone(int(result.content.splitlines()[0]))
+
+
+def test_keyboard_interrupt_kills_group_and_propagates(ctx: ToolContext) -> None:
+    timer = threading.Timer(0.7, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(ctx, command="sleep 100 & echo $! > child.pid; wait")
+    finally:
+        timer.cancel()
+    assert is_gone(int((ctx.root / "child.pid").read_text()))
+
+
+def test_bad_arguments(ctx: ToolContext) -> None:
+    assert "command is empty" in run(ctx, command="  ").content
+    assert "timeout must be between" in run(ctx, command="true", timeout=0).content
+    assert "timeout must be between" in run(ctx, command="true", timeout=10**6).content
+
+
+def test_signal_death_is_reported(ctx: ToolContext) -> None:
+    result = run(ctx, command="kill -9 $$")
+    assert result.content.endswith("[killed by signal SIGKILL]")
+
+
+def test_old_spill_files_are_pruned(tmp_path: Path) -> None:
+    import io
+
+    from swival.tools.output import SPILLS_KEPT, spill
+
+    out = tmp_path / "out"
+    paths = [spill(io.BytesIO(b"data %d" % i), out, "cmd") for i in range(SPILLS_KEPT + 5)]
+    (out / "other-keep.txt").write_text("not ours")
+    spill(io.BytesIO(b"last"), out, "cmd")
+    left = sorted(p.name for p in out.glob("cmd-*.txt"))
+    assert len(left) == SPILLS_KEPT
+    assert paths[-1].name in left and paths[0].name not in left
+    assert (out / "other-keep.txt").exists()
