@@ -136,8 +136,8 @@ def _time_turns(turns: int, script: Callable[[], None],
 
 
 def ms(values: list[float]) -> str:
-    return (f"{1000 * statistics.median(values):.0f} ms (min {1000 * min(values):.0f}, "
-            f"max {1000 * max(values):.0f}, n={len(values)})")
+    return (f"{1000 * statistics.median(values):.1f} ms (min {1000 * min(values):.1f}, "
+            f"max {1000 * max(values):.1f}, n={len(values)})")
 
 
 def measure(runs: int, turns: int) -> list[tuple[str, str]]:

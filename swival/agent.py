@@ -109,6 +109,10 @@ class Agent:
 
     def interrupted(self) -> TurnFinished:
         """Close an interrupted turn: answer pending tool calls with a synthetic result."""
+        history = self.context.history
+        if history and history[-1].role == "user":
+            # The model call itself was cut: keep roles alternating for the next request.
+            self.context.add_assistant(Message("assistant", "[reply interrupted by the user]"))
         for call in self._pending:
             self.context.add_tool_result(
                 call, ToolResult(INTERRUPTED_RESULT, is_error=True), read_only=True

@@ -256,12 +256,13 @@ def is_command(line: str) -> bool:
 
 
 def suggest(name: str) -> str | None:
+    """The command meant by a mistyped name: a unique prefix, else the closest spelling."""
     names = [c.name for c in COMMANDS]
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
-    if close:
-        return close[0]
     prefixed = [n for n in names if n.startswith(name)] if name else []
-    return prefixed[0] if len(prefixed) == 1 else None
+    if len(prefixed) == 1:
+        return prefixed[0]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    return close[0] if close else None
 
 
 def dispatch(line: str, agent: Agent) -> CommandReply:

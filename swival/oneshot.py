@@ -42,8 +42,25 @@ class Tally:
             self.finished = event
 
 
+def ask_on_terminal(command: str, programs: str) -> str:
+    """Approval for one-shot runs started from a terminal: asked on stderr, read from stdin."""
+    print(f"\nswival wants to run: {command}", file=sys.stderr)
+    while True:
+        print(f"Allow? [y] once  [a] always {programs} this session  [n] no: ", end="",
+              file=sys.stderr, flush=True)
+        answer = sys.stdin.readline().strip().lower()
+        if answer in ("y", "yes"):
+            return "once"
+        if answer in ("a", "always"):
+            return "always"
+        if answer in ("n", "no", ""):
+            return "deny"
+
+
 def run_oneshot(session: Session, task: str) -> int:
     settings = session.settings
+    if session.policy.mode == "ask" and session.policy.ask is None:
+        session.policy.ask = ask_on_terminal
     err = stderr_console()
     printer = ProgressPrinter(err, quiet=settings.quiet or settings.json)
     info = session.provider.info

@@ -17,7 +17,6 @@ from typing import IO, Any, Literal
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.spinner import Spinner
 from rich.table import Table
@@ -94,6 +93,18 @@ def compaction_line(event: Compacted) -> str:
     what = "snapshot restore" if event.level == 0 else f"compaction level {event.level}"
     return (f"{what}: {event.tokens_before} → {event.tokens_after} tokens "
             f"({event.reason})")
+
+
+def _markdown(text: str) -> RenderableType:
+    # Imported on first use: markdown-it costs ~50 ms, and start-up time is a feature.
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
+def preload() -> None:
+    """Import what the first answer will need, from a background thread at start-up."""
+    _markdown("")
 
 
 def tokens(n: int) -> str:
@@ -187,13 +198,13 @@ class Status:
         ctx = f"ctx {int(100 * self.share)}% ({tokens(self.context_tokens)}/{tokens(self.budget)})"
         last = "last turn —"
         if self.last_turn is not None:
-            last = (f"last turn {tokens(self.last_turn.prompt_tokens)} in / "
+            last = (f"last turn {tokens(self.last_turn.prompt_tokens)} in/"
                     f"{tokens(self.last_turn.completion_tokens)} out")
         pieces: list[tuple[Level, str]] = [
             ("ok", self.model), ("ok", f"{window} [{self.window_source}]"),
             (self.level, ctx), ("ok", last), ("ok", f"{self.compactions} compactions"),
         ]
-        for drop in (1, 3, 4, 0):  # source first, then turn figures, then the model name
+        for drop in (1, 4, 3, 0):  # source, compactions, turn figures, then the model name
             if sum(len(t) + 3 for _, t in pieces) <= width:
                 break
             level, text = pieces[drop]
@@ -340,7 +351,7 @@ class TurnView:
         self.console.print(table)
 
     def markdown(self, text: str) -> None:
-        self.console.print(Markdown(text))
+        self.console.print(_markdown(text))
 
     # -- internals ----------------------------------------------------------------------
 
@@ -376,7 +387,7 @@ class TurnView:
         text = "".join(self._buffer).strip()
         self._buffer.clear()
         if text:
-            self.console.print(Markdown(text))
+            self.console.print(_markdown(text))
 
     def _tool_finished(self, event: ToolFinished) -> None:
         width = self.console.width
@@ -390,7 +401,7 @@ class TurnView:
         if event.reason == "done":
             self._buffer.clear()  # the answer below is the cleaned form of what streamed
             if event.answer.strip():
-                self.console.print(Markdown(event.answer))
+                self.console.print(_markdown(event.answer))
         else:
             self._flush_text()
             if event.answer:

@@ -31,7 +31,7 @@ from prompt_toolkit.styles import Style
 from swival import __version__
 from swival.commands import BREAKDOWN_LABELS, COMMANDS, CommandReply, dispatch, is_command
 from swival.errors import SwivalError
-from swival.render import Status, TurnView, make_console
+from swival.render import Status, TurnView, make_console, preload
 
 if TYPE_CHECKING:
     from swival.session import Session
@@ -157,6 +157,7 @@ class Repl:
             self._context_ready.set()
         self.prompt.app.invalidate()  # redraw the toolbar with the figure
         try:
+            preload()
             self.io.warm_up()
         except BaseException as error:  # reported when the first request needs it
             self._warm_error = error
@@ -236,7 +237,7 @@ class Repl:
     # -- status and prompts ---------------------------------------------------------------
 
     def toolbar(self) -> StyleAndTextTuples:
-        width = self.prompt.app.output.get_size().columns if self.io.output is None else 200
+        width = self.prompt.app.output.get_size().columns
         out: StyleAndTextTuples = []
         for i, (level, text) in enumerate(self.status.parts(max(20, width - 2))):
             out.append(("class:bottom-toolbar", " · " if i else " "))

@@ -118,7 +118,7 @@ def test_scope_start_sees_a_write_inside_the_range() -> None:
     scope.note_tool("run_command", False)
     scope.scope_start(history)
     refusal = scope.restore_check(False)
-    assert refusal is not None and "run_command" in refusal and "request began" in refusal
+    assert refusal is not None and "run_command in the part to collapse" in refusal
 
 
 def test_unknown_mutating_tool_learned_from_note_tool() -> None:
@@ -285,3 +285,23 @@ def test_collapse_then_restored_boundary_is_next_start() -> None:
     again = collapse(new + inflight("snapshot"), scope.scope_start(new), "recap 2")
     assert chat_problem(again) is None
     assert again[1].content.startswith("[Snapshot summary")  # the first recap survives
+
+
+def test_chat_checker_catches_broken_histories() -> None:
+    calls = batch("read_file")
+    assert chat_problem([user("q"), calls[1]]) == "orphan tool result at 1"
+    assert chat_problem([user("q"), calls[0], user("r")]) is not None
+    assert chat_problem([user("q"), user("r")]) == "two user messages in a row at 1"
+    assert chat_problem([user("q"), calls[0]], pending_ok=False) is not None
+
+
+def test_coarse_refusal_names_its_span() -> None:
+    scope = SnapshotScope()
+    scope.note_tool("write_file", False)
+    assert "write_file this session" in (scope.restore_check(False) or "")
+    scope.restored(5)
+    scope.note_tool("edit_file", False)
+    assert "edit_file since the last restore" in (scope.restore_check(False) or "")
+    scope.save("x", 6)
+    scope.note_tool("run_command", False)
+    assert "run_command since the checkpoint" in (scope.restore_check(False) or "")

@@ -73,7 +73,7 @@ def test_status_follows_the_events_of_a_turn() -> None:
     assert (s.context_tokens, s.compactions) == (3000, 1)
     s.update(TurnFinished("ok", "done", 2, 1, Usage(12_345, 678)))
     text = " · ".join(t for _, t in s.parts())
-    assert "last turn 12.3k in / 678 out" in text
+    assert "last turn 12.3k in/678 out" in text
     assert "1 compactions" in text
 
 

@@ -64,7 +64,7 @@ def _preview(kind: str, content: str, chars: int, meta: Mapping[str, Any]) -> tu
         start = int(meta.get("offset") or 1)
         shown = head.count("\n")
         path = meta.get("path", "the file")
-        return head, f"continue with read_file path={path} offset={start + shown}"
+        return head, f"continue with read_file file_path={path} offset={start + shown}"
     if kind == "matches":
         return head, "narrow the pattern or path, or read the file with all matches"
     return head, "read the rest from the file with read_file (offset/limit)"

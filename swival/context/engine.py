@@ -95,6 +95,7 @@ class ContextEngine:
         self._schema_tokens = self.counter.schemas(self._schemas)
         self._history: list[Message] = []
         self._pinned: Message | None = None
+        self._merged: tuple[Message, Message, Message] | None = None
         self._infos: weakref.WeakKeyDictionary[Message, ResultInfo] = (
             weakref.WeakKeyDictionary()
         )
@@ -116,8 +117,24 @@ class ContextEngine:
 
     def messages(self) -> list[Message]:
         """What would be sent now: system prompt, pinned block (if any), history."""
-        head = [self._system] + ([self._pinned] if self._pinned else [])
-        return head + self._history
+        if self._pinned is None:
+            return [self._system, *self._history]
+        if self._history and self._history[0].role == "user":
+            # Two user messages in a row break chat templates that demand alternating
+            # roles (Mistral, Gemma): fold the pinned block into the first user message.
+            return [self._system, self._merged_head(self._history[0]), *self._history[1:]]
+        return [self._system, self._pinned, *self._history]
+
+    def _merged_head(self, first: Message) -> Message:
+        """The pinned block and `first` as one user message, built once per pair so the
+        token cache and the prefix stay stable between rewrites."""
+        cached = self._merged
+        if cached and cached[0] is self._pinned and cached[1] is first:
+            return cached[2]
+        assert self._pinned is not None
+        merged = Message(role="user", content=self._pinned.content + "\n\n" + first.content)
+        self._merged = (self._pinned, first, merged)
+        return merged
 
     def _raw(self) -> int:
         return self.counter.messages(self.messages()) + self._schema_tokens
@@ -347,8 +364,12 @@ class ContextEngine:
             self.budget = replace(self.budget, window=error.window)
         if error.prompt_tokens and self._last_sent is not None:
             self.calibration.jump(error.prompt_tokens, self._last_sent[1])
-        else:  # no figure: assume we undercounted by a tenth at least
-            self.calibration.jump(int(self._raw() * self.calibration.factor * 1.1), self._raw())
+        else:
+            # No figure: the rejected prompt was at least as large as the input budget
+            # (else the server would have taken it), and we undercounted by a tenth at least.
+            raw = self._raw()
+            assumed = max(int(raw * self.calibration.factor * 1.1), self.budget.input_budget + 1)
+            self.calibration.jump(assumed, raw)
         events = self._compact_down(turn, "server reported overflow", self._state.last_level + 1)
         if not events:
             raise ContextExhausted(self._exhausted_text(self.estimate()))

@@ -119,10 +119,15 @@ class SnapshotScope:
         names = self._measured[1] if fresh and self._measured else self._dirty
         if not names or force:
             return None
-        return (f"error: the scope has changes ({', '.join(names)} since the "
-                f"{'checkpoint' if self._checkpoint is not None else 'request began'}). A "
-                "restore would replace the record of them with your summary. If the summary "
-                "states what you changed, call snapshot restore again with force=true.")
+        if self._checkpoint is not None:
+            since = "since the checkpoint"
+        elif fresh:
+            since = "in the part to collapse"
+        else:
+            since = "since the last restore" if self._boundary is not None else "this session"
+        return (f"error: the scope has changes ({', '.join(names)} {since}). A restore "
+                "would replace the record of them with your summary. If the summary states "
+                "what you changed, call snapshot restore again with force=true.")
 
     def restored(self, new_history_len: int) -> None:
         """After a collapse: the checkpoint is used up and the next scope starts here."""

@@ -1,0 +1,188 @@
+"""Slash commands as plain functions, against the real agent, context engine, knowledge and
+tools (the model is the scripted provider)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from swival.commands import COMMANDS, dispatch, is_command, suggest
+from swival.effects import TodoEffect
+from swival.session import Session
+from tests.scripted import ScriptedProvider, call, reply
+from tests.test_repl_logic import make_session
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    for i in range(4):
+        (tmp_path / f"f{i}.py").write_text("".join(f"value_{i}_{n} = {n}\n" for n in range(150)))
+    return tmp_path
+
+
+def run(session: Session, text: str) -> None:
+    for _ in session.agent.run_turn(text):
+        pass
+
+
+def reading_session(root: Path, provider: ScriptedProvider) -> Session:
+    """A session whose history holds four file reads over two requests."""
+    provider.add(call("read_file", file_path="f0.py"), call("read_file", file_path="f1.py"),
+                 reply("read two"), call("read_file", file_path="f2.py"),
+                 call("read_file", file_path="f3.py"), reply("read two more"))
+    session = make_session(root, provider)
+    run(session, "read the first two")
+    run(session, "read the others")
+    return session
+
+
+def test_compact_shrinks_old_tool_results_and_reports_tokens_saved(root: Path) -> None:
+    session = reading_session(root, ScriptedProvider(window=32_768))
+    before = session.agent.context.usage_breakdown()["tool_results"]
+    result = dispatch("/compact", session.agent)
+    assert result.level == "info" and result.events and result.events[0].level == 1
+    event = result.events[0]
+    assert event.tokens_after < event.tokens_before
+    assert f"saved {event.tokens_before - event.tokens_after}" in result.text
+    assert session.agent.context.usage_breakdown()["tool_results"] < before
+
+
+def test_compact_with_nothing_to_do_says_so(root: Path) -> None:
+    session = make_session(root, ScriptedProvider())
+    result = dispatch("/compact", session.agent)
+    assert result.events == () and "Nothing to compact" in result.text
+
+
+def test_compact_drop_runs_level_two_with_a_model_recap(root: Path) -> None:
+    provider = ScriptedProvider(window=32_768)
+    session = reading_session(root, provider)
+    provider.add(*[reply("Recap: read f0-f3, found constants.")] * 4)
+    asked = len(provider.requests)
+    result = dispatch("/compact --drop", session.agent)
+    assert [e.level for e in result.events] == [2], result.text
+    assert len(provider.requests) == asked + 1  # the recap came from the model
+    pinned = "\n".join(m.content for m in session.agent.context.messages())
+    assert "Recap: read f0-f3, found constants." in pinned
+    assert result.text.startswith("Compacted. Level 2:")
+
+
+def test_bad_arguments_give_the_usage(root: Path) -> None:
+    session = make_session(root, ScriptedProvider())
+    result = dispatch("/compact --hard", session.agent)
+    assert result.level == "error" and "Usage: /compact [--drop]" in result.text
+
+
+def test_save_then_restore_collapses_the_scope_into_the_models_summary(root: Path) -> None:
+    provider = ScriptedProvider(window=32_768)
+    session = make_session(root, provider)
+    assert "probe" in dispatch("/save probe", session.agent).text
+    provider.add(call("read_file", file_path="f0.py"), call("read_file", file_path="f1.py"),
+                 reply("looked"))
+    run(session, "look around")
+    provider.add(reply("SUMMARY: f0 and f1 define value constants."))
+    before = len(session.agent.context.history)
+    result = dispatch("/restore", session.agent)
+    assert result.events and result.events[0].level == 0, result.text
+    assert result.events[0].tokens_after < result.events[0].tokens_before
+    assert len(session.agent.context.history) < before
+    provider.add(reply("ok"))
+    run(session, "next")
+    sent = "\n".join(m.content for m in provider.requests[-1].messages)
+    assert "SUMMARY: f0 and f1 define value constants." in sent
+
+
+def test_restore_after_a_write_needs_force(root: Path) -> None:
+    provider = ScriptedProvider(window=32_768)
+    session = make_session(root, provider)
+    dispatch("/save", session.agent)
+    provider.add(call("write_file", file_path="new.txt", content="x\n"), reply("wrote"))
+    run(session, "write something")
+    refused = dispatch("/restore", session.agent)
+    assert refused.events == () and "--force" in refused.text
+    provider.add(reply("SUMMARY: wrote new.txt."))
+    forced = dispatch("/restore --force", session.agent)
+    assert forced.events, forced.text
+
+
+def test_unsave_cancels_the_checkpoint(root: Path) -> None:
+    session = make_session(root, ScriptedProvider())
+    dispatch("/save here", session.agent)
+    text = dispatch("/unsave", session.agent).text
+    assert text and session.agent.context.snapshot_status() != ""
+    assert "here" not in session.agent.context.snapshot_status()
+
+
+def test_clear_resets_history_todos_and_file_tracking(root: Path) -> None:
+    provider = ScriptedProvider([call("read_file", file_path="f0.py"), reply("read")])
+    session = make_session(root, provider)
+    run(session, "read f0")
+    session.agent.context.knowledge.apply(TodoEffect("add", "write tests"), 1)
+    assert session.agent.tool_ctx.read_files and session.agent.context.history
+    result = dispatch("/clear", session.agent)
+    assert "Cleared" in result.text
+    assert session.agent.context.history == ()
+    assert session.agent.tool_ctx.read_files == {}
+    assert "empty" in dispatch("/todo", session.agent).text
+
+
+def test_todo_lists_items_with_their_state(root: Path) -> None:
+    session = make_session(root, ScriptedProvider())
+    knowledge = session.agent.context.knowledge
+    knowledge.apply(TodoEffect("add", "read the code"), 1)
+    knowledge.apply(TodoEffect("add", "fix the bug"), 1)
+    knowledge.apply(TodoEffect("done", id=1), 2)
+    result = dispatch("/todo", session.agent)
+    assert result.text == "Todos (1 open):"
+    assert ("1", "done", "read the code") in result.rows
+    assert ("2", "open", "fix the bug") in result.rows
+
+
+def test_context_shows_every_category_against_the_window_and_thresholds(root: Path) -> None:
+    session = reading_session(root, ScriptedProvider(window=16_384))
+    result = dispatch("/context", session.agent)
+    labels = [row[0] for row in result.rows]
+    for label in ("system prompt", "tool schemas", "pinned knowledge", "user messages",
+                  "assistant messages", "tool results", "= in use", "free"):
+        assert label in labels
+    usage = session.agent.context.usage_breakdown()
+    tool_row = next(row for row in result.rows if row[0] == "tool results")
+    assert tool_row[1] == str(usage["tool_results"])
+    assert tool_row[2] == f"{100 * usage['tool_results'] / 16_384:.1f}%"
+    assert f"reaches {usage['trigger']} tokens" in result.footer
+    assert "level 2" in result.footer and "level 3" in result.footer
+
+
+def test_sessions_lists_saved_transcripts_newest_first(root: Path) -> None:
+    provider = ScriptedProvider([reply("one")])
+    session = make_session(root, provider)
+    run(session, "my very first request")
+    result = dispatch("/sessions", session.agent)
+    first = result.rows[0]
+    assert first[0] == f"{session.agent.context.session_id} (this one)"
+    assert first[2] == "2" and first[3] == "my very first request"
+
+
+def test_help_lists_every_command_and_exit_exits(root: Path) -> None:
+    session = make_session(root, ScriptedProvider())
+    help_ = dispatch("/help", session.agent)
+    assert [row[0].split()[0] for row in help_.rows] == [f"/{c.name}" for c in COMMANDS]
+    assert dispatch("/exit", session.agent).exit
+    assert dispatch("/quit", session.agent).exit
+
+
+def test_unknown_commands_get_a_suggestion(root: Path) -> None:
+    session = make_session(root, ScriptedProvider())
+    result = dispatch("/restor", session.agent)
+    assert result.level == "error"
+    assert result.text == "Unknown command /restor. Did you mean /restore? Type /help for the list."
+    assert suggest("xyzzy") is None
+    assert suggest("ses") == "sessions"
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("/help", True), ("  /compact --drop", True), ("/etc/hosts looks wrong", False),
+    ("fix /src", False), ("", False), ("/", True),
+])
+def test_is_command_tells_commands_from_paths(line: str, expected: bool) -> None:
+    assert is_command(line) is expected
