@@ -115,12 +115,10 @@ def _task(prompt: str | None, task: str | None) -> str | None:
 
 def _main(given: dict[str, Any], *, task: tuple[str | None, str | None], config: Path | None,
           init: InitTarget | None, doctor: bool) -> int:
-    from swival.config import load_settings
+    from swival.config import load_settings, write_starter_config
 
     settings = load_settings(given, config_path=config)
     if init is not None:
-        from swival.session import write_starter_config
-
         path = write_starter_config(settings, global_=init is InitTarget.global_)
         print(f"Wrote {path}", file=sys.stderr)
         return 0

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from swival.errors import ConfigError
 
 PROVIDERS = ("lmstudio", "ollama", "llamacpp", "generic")
@@ -241,6 +243,22 @@ def load_settings(
         config_files=tuple(files),
         sources=sources,
     )
+
+
+def write_starter_config(settings: Settings, *, global_: bool,
+                         env: Mapping[str, str] | None = None) -> Path:
+    """Write a starter config (never overwriting one) and return its path."""
+    env = os.environ if env is None else env
+    path = global_config_path(env) if global_ else settings.project_root / "swival.toml"
+    if path.exists():
+        raise ConfigError(f"{path} already exists; edit it or remove it first.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "# Swival configuration. Every key is documented in swival.toml.example.\n"
+        + tomli_w.dumps(starter_config(settings)),
+        encoding="utf-8",
+    )
+    return path
 
 
 def starter_config(settings: Settings) -> dict[str, Any]:

@@ -10,15 +10,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tomli_w
-
 from swival.agent import Agent, AgentConfig, make_summarizer
 from swival.config import (
     Settings,
-    global_config_path,
     known_secrets,
     literal_key_warning,
-    starter_config,
 )
 from swival.context.engine import ContextEngine, ContextSettings
 from swival.context.knowledge import Knowledge
@@ -110,17 +106,3 @@ def _startup_notices(session: Session) -> list[str]:
             "context, or shorten AGENTS.md/CLAUDE.md."
         )
     return notes
-
-
-def write_starter_config(settings: Settings, *, global_: bool) -> Path:
-    """Write a starter config (never overwriting one) and return its path."""
-    path = global_config_path(os.environ) if global_ else settings.project_root / "swival.toml"
-    if path.exists():
-        raise ConfigError(f"{path} already exists; edit it or remove it first.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "# Swival configuration. Every key is documented in swival.toml.example.\n"
-        + tomli_w.dumps(starter_config(settings)),
-        encoding="utf-8",
-    )
-    return path

@@ -78,7 +78,7 @@ def test_config_syntax_error_exits_2(tmp_path: Path) -> None:
         (("--no-such-flag",), "", "No such option"),
         (("-p", "a", "b"), "", "not both"),
         ((), "   \n", "No task"),
-        (("--max-turns", "zero", "-p", "x"), "", "zero"),
+        (("--max-turns", "zero", "-p", "x"), "", "--max-turns"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...], stdin: str,

@@ -83,7 +83,7 @@ def test_file_preview_is_head_with_offset(tmp_path: Path) -> None:
     body = code_text(400)
     text, _ = _cap(body, {"kind": "file", "path": "big.py"}, tmp_path)
     shown = text.split("\n[output cut")[0].count("\n") + 1
-    assert text.startswith("def func_0_0") and f"read_file path=big.py offset={shown + 1}" in text
+    assert text.startswith("def func_0_0") and f"read_file file_path=big.py offset={shown + 1}" in text
 
 
 def test_matches_preview_keeps_leading_matches(tmp_path: Path) -> None:
