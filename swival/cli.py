@@ -6,6 +6,7 @@ heavier modules are imported only once a session is actually started.
 
 from __future__ import annotations
 
+import signal
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from swival import __version__
-from swival.errors import SwivalError, UsageError
+from swival.errors import SwivalError, Terminated, UsageError
 
 app = typer.Typer(
     add_completion=False,
@@ -25,7 +26,8 @@ app = typer.Typer(
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 done, 1 runtime error, 2 usage or config error, 3 provider unreachable or "
-    "model missing, 4 turn limit, 5 context exhausted, 130 interrupted."
+    "model missing, 4 turn limit, 5 context exhausted, 130 interrupted (Ctrl-C), 143 terminated "
+    "(SIGTERM)."
 )
 
 
@@ -140,6 +142,10 @@ def _main(given: dict[str, Any], *, task: tuple[str | None, str | None], config:
     return run_oneshot(session, text or "")
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def _scrub(text: str) -> str:
     """Error text with API keys (from the environment or --api-key) removed."""
     import os
@@ -155,11 +161,15 @@ def _scrub(text: str) -> str:
 
 def main() -> None:
     """Console-script entry point: maps errors to exit codes, never shows a traceback."""
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         code = app(prog_name="swival", standalone_mode=False)
     except SwivalError as error:
         print(f"swival: {_scrub(str(error))}", file=sys.stderr)
         sys.exit(error.exit_code)
+    except Terminated:
+        print("swival: terminated", file=sys.stderr)
+        sys.exit(Terminated.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         print("swival: interrupted", file=sys.stderr)
         sys.exit(130)

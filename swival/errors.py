@@ -76,6 +76,13 @@ class ContextExhausted(SwivalError):
     exit_code = 5
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every cleanup path (killing command process
+    groups, answering pending tool calls, flushing the transcript) runs the same way."""
+
+    exit_code = 143
+
+
 REDACTED = "[redacted]"
 
 

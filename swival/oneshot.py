@@ -1,7 +1,7 @@
 """One-shot mode: the final answer alone on stdout, progress on stderr, or one JSON object.
 
 Exit codes: 0 done, 1 runtime error, 2 usage/config, 3 provider unreachable or model
-missing, 4 turn limit, 5 context exhausted, 130 interrupted.
+missing, 4 turn limit, 5 context exhausted, 130 interrupted, 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -72,17 +72,21 @@ def run_oneshot(session: Session, task: str) -> int:
             err.print(f"[yellow]{note}[/yellow]", soft_wrap=True)
     tally = Tally()
     error: SwivalError | None = None
+    signal_code: int | None = None
     agent = session.agent
     try:
         for event in agent.run_turn(task):
             tally.add(event)
             printer.handle(event)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         tally.add(agent.interrupted())
+        signal_code = getattr(stop, "exit_code", None)
     except SwivalError as exc:
         error = exc
     finished = tally.finished
     code = error.exit_code if error else EXIT_FOR_REASON[finished.reason if finished else "error"]
+    if signal_code is not None:
+        code = signal_code
     if settings.json:
         print(json.dumps(_report(session, tally, code, error), ensure_ascii=False))
     elif error:
@@ -90,7 +94,7 @@ def run_oneshot(session: Session, task: str) -> int:
     elif finished and finished.reason == "done":
         print(finished.answer)
     elif finished and finished.reason == "interrupted":
-        print("swival: interrupted", file=sys.stderr)
+        print("swival: terminated" if code == 143 else "swival: interrupted", file=sys.stderr)
     return code
 
 

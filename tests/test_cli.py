@@ -53,7 +53,7 @@ def test_help_lists_exit_codes(tmp_path: Path) -> None:
                  "--max-output-tokens", "--max-turns", "--quiet", "--json", "--yolo",
                  "--config", "--version"):
         assert flag in result.stdout
-    assert "130 interrupted" in " ".join(result.stdout.split())
+    assert "130 interrupted (Ctrl-C), 143 terminated" in " ".join(result.stdout.split())
 
 
 def test_bad_config_exits_2_naming_file_and_key(tmp_path: Path) -> None:
