@@ -80,6 +80,10 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                                     "--no-proactive-summaries")] = None,
     config: Annotated[Path | None, Opt("--config", help="Config file to use instead of the "
                                        "project's swival.toml.")] = None,
+    continue_: Annotated[bool, Opt("--continue", "-c", help="Resume this project's latest "
+                                   "session.")] = False,
+    resume: Annotated[str | None, Opt("--resume", help="Resume the session with this id.")]
+    = None,
     init_config: Annotated[InitTarget | None, Opt(help="Write a starter config and exit.")]
     = None,
     doctor: Annotated[bool, Opt("--doctor", help="Check the setup and exit.")] = False,
@@ -96,7 +100,8 @@ def run(  # noqa: PLR0913 - one parameter per documented option
         tool_result_share=tool_result_share, compaction_trigger=compaction_trigger,
         compaction_target=compaction_target, proactive_summaries=proactive_summaries,
     )
-    code = _main(given, task=(prompt, task), config=config, init=init_config, doctor=doctor)
+    code = _main(given, task=(prompt, task), config=config, init=init_config, doctor=doctor,
+                 resume=(resume, continue_))
     raise typer.Exit(code)
 
 
@@ -116,7 +121,7 @@ def _task(prompt: str | None, task: str | None) -> str | None:
 
 
 def _main(given: dict[str, Any], *, task: tuple[str | None, str | None], config: Path | None,
-          init: InitTarget | None, doctor: bool) -> int:
+          init: InitTarget | None, doctor: bool, resume: tuple[str | None, bool]) -> int:
     from swival.config import load_settings, write_starter_config
 
     settings = load_settings(given, config_path=config)
@@ -130,9 +135,10 @@ def _main(given: dict[str, Any], *, task: tuple[str | None, str | None], config:
         return run_doctor(settings)
     text = _task(*task)
     interactive = text is None
-    from swival.session import open_session
+    from swival.session import find_transcript, open_session
 
-    session = open_session(settings, interactive=interactive)
+    transcript = find_transcript(settings, *resume)
+    session = open_session(settings, interactive=interactive, transcript=transcript)
     if interactive:
         from swival.repl import run_repl
 

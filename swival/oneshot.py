@@ -67,7 +67,8 @@ def run_oneshot(session: Session, task: str) -> int:
     if not (settings.quiet or settings.json):
         err.print(f"[dim]swival · {info.provider} {info.base_url} · {info.model} · window "
                   f"{info.window.describe()}[/dim]", soft_wrap=True)
-    for note in session.notices:
+    warning = session.overhead_warning()
+    for note in [*session.notices, *([warning] if warning else [])]:
         if not settings.quiet:
             err.print(f"[yellow]{note}[/yellow]", soft_wrap=True)
     tally = Tally()

@@ -30,7 +30,7 @@ from prompt_toolkit.styles import Style
 
 from swival import __version__
 from swival.commands import BREAKDOWN_LABELS, COMMANDS, CommandReply, dispatch, is_command
-from swival.errors import SwivalError
+from swival.errors import SwivalError, Terminated
 from swival.render import Status, TurnView, make_console, preload
 
 if TYPE_CHECKING:
@@ -136,6 +136,7 @@ class Repl:
         self._warm = threading.Thread(target=self._warm_up, name="swival-warm-up", daemon=True)
         self._warm_error: BaseException | None = None
         self._context_ready = threading.Event()
+        self._late_notice: str | None = None
         session.policy.ask = self.ask
 
     def _history(self, root: Path) -> FileHistory | InMemoryHistory:
@@ -153,6 +154,7 @@ class Repl:
         its encoding) for the toolbar, then the model client (litellm) import."""
         try:
             self._refresh_context()
+            self._late_notice = self.session.overhead_warning()
         finally:
             self._context_ready.set()
         self.prompt.app.invalidate()  # redraw the toolbar with the figure
@@ -170,12 +172,15 @@ class Repl:
         while True:
             try:
                 line = self.prompt.prompt([("class:prompt", PROMPT)])
+            except Terminated:
+                raise
             except KeyboardInterrupt:
                 continue  # Ctrl-C on the prompt clears the line, nothing else
             except EOFError:
                 break
             if not line.strip():
                 continue
+            self._show_late_notice()
             if is_command(line):
                 if self.command(line).exit:
                     break
@@ -216,15 +221,23 @@ class Repl:
             for event in agent.run_turn(text):
                 self.status.update(event)
                 self.view.handle(event)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             self.view.interrupted()
             finished = agent.interrupted()
             self.status.update(finished)
+            if isinstance(stop, Terminated):
+                raise
         except SwivalError as error:
             self.view.error(f"swival: {error}")
             agent.interrupted()  # answers any unanswered tool call so the history stays valid
         finally:
             self.view.close()
+
+    def _show_late_notice(self) -> None:
+        """The overhead warning, computed off the start-up path, shown once."""
+        if self._context_ready.is_set() and self._late_notice:
+            self.view.message(self._late_notice, "warning")
+            self._late_notice = None
 
     def _wait_for_warm_up(self) -> None:
         if self._warm.is_alive():

@@ -1,6 +1,7 @@
 """The composition root: builds a provider, tools, context engine and agent from settings.
 
-Layer 7 with cli.py: the only place that knows every component.
+Layer 5, shared by the one-shot runner and the REPL (layer 6): the only module that
+knows every component.
 """
 
 from __future__ import annotations
@@ -11,14 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swival.agent import Agent, AgentConfig, make_summarizer
-from swival.config import (
-    Settings,
-    known_secrets,
-    literal_key_warning,
-)
+from swival.config import Settings, known_secrets, literal_key_warning
 from swival.context.engine import ContextEngine, ContextSettings
 from swival.context.knowledge import Knowledge
-from swival.errors import ConfigError
+from swival.errors import ConfigError, UsageError
 from swival.prompts import system_prompt
 from swival.providers.base import Provider
 from swival.providers.factory import connect
@@ -39,6 +36,22 @@ class Session:
     agent: Agent
     policy: CommandPolicy
     notices: list[str] = field(default_factory=list)
+    resumed: int = 0  # messages restored from a saved session
+
+    def overhead_warning(self) -> str | None:
+        """A warning when the fixed overhead (system prompt, instruction files, tool
+        schemas) takes more than 25 % of the window. Counting loads the tokenizer, so
+        the REPL calls this off the start-up path."""
+        breakdown = self.agent.context.usage_breakdown()
+        fixed = breakdown.get("system", 0) + breakdown.get("tools", 0)
+        window = self.provider.info.window.budget_tokens
+        if fixed <= OVERHEAD_WARNING_SHARE * window:
+            return None
+        return (
+            f"The system prompt, tool schemas and instruction files take {fixed} tokens, "
+            f"{100 * fixed // window}% of the {window}-token window, leaving little for work. "
+            "Load the model with a larger context, or shorten AGENTS.md/CLAUDE.md."
+        )
 
 
 def _dirs(settings: Settings, names: tuple[str, ...]) -> tuple[Path, ...]:
@@ -51,9 +64,40 @@ def _dirs(settings: Settings, names: tuple[str, ...]) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def open_session(settings: Settings, *, interactive: bool) -> Session:
+def sessions_dir(settings: Settings) -> Path:
+    return settings.project_root / ".swival" / "sessions"
+
+
+def find_transcript(settings: Settings, resume: str | None, latest: bool) -> Path | None:
+    """The saved session to resume: `resume` by id, the newest one with `latest`."""
+    if resume is None and not latest:
+        return None
+    folder = sessions_dir(settings)
+    saved = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    if not saved:
+        raise UsageError(f"No saved session in {folder}: start one first (run swival).")
+    if resume is None:
+        return saved[-1]
+    matches = [p for p in saved if p.stem == resume] or [p for p in saved
+                                                         if p.stem.startswith(resume)]
+    if len(matches) == 1:
+        return matches[0]
+    recent = ", ".join(p.stem for p in saved[-5:])
+    what = "is ambiguous" if matches else "was not found"
+    raise UsageError(f"Session {resume!r} {what} in {folder}. Recent sessions: {recent}.")
+
+
+def open_session(settings: Settings, *, interactive: bool,
+                 transcript: Path | None = None) -> Session:
     """Connect to the server, then build the agent. Raises ProviderUnreachable etc."""
-    provider = connect(settings)
+    return build_session(settings, connect(settings), interactive=interactive,
+                         transcript=transcript)
+
+
+def build_session(settings: Settings, provider: Provider, *, interactive: bool,
+                  transcript: Path | None = None) -> Session:
+    """Build tools, context engine and agent around an already connected provider;
+    with `transcript`, continue that saved session."""
     root = settings.project_root
     registry = ToolRegistry(default_tools())
     mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
@@ -65,44 +109,31 @@ def open_session(settings: Settings, *, interactive: bool) -> Session:
         command_timeout=float(settings.command_timeout),
         approve=policy.approve,
     )
-    window = provider.info.window
-    ctx_settings = ContextSettings(
-        window=window.budget_tokens,
-        max_output_tokens=settings.max_output_tokens,
-        tool_result_share=settings.tool_result_share,
-        compaction_trigger=settings.compaction_trigger,
-        compaction_target=settings.compaction_target,
-        proactive_summaries=settings.proactive_summaries,
-    )
     state_dir = root / ".swival"
-    knowledge = Knowledge(state_dir)
     context = ContextEngine(
-        ctx_settings, system_prompt(root), registry.schemas(),
-        knowledge=knowledge, state_dir=state_dir,
+        ContextSettings(
+            window=provider.info.window.budget_tokens,
+            max_output_tokens=settings.max_output_tokens,
+            tool_result_share=settings.tool_result_share,
+            compaction_trigger=settings.compaction_trigger,
+            compaction_target=settings.compaction_target,
+            proactive_summaries=settings.proactive_summaries,
+        ),
+        system_prompt(root), registry.schemas(),
+        knowledge=Knowledge(state_dir), state_dir=state_dir,
         summarize=make_summarizer(provider, settings.temperature),
     )
+    secrets = known_secrets(settings, os.environ)
     agent = Agent(provider, registry, context, tool_ctx,
                   AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature,
-                              secrets=known_secrets(settings, os.environ)))
+                              secrets=secrets))
     session = Session(settings, provider, agent, policy)
-    session.notices.extend(_startup_notices(session))
-    return session
-
-
-def _startup_notices(session: Session) -> list[str]:
-    notes = []
-    key_warning = literal_key_warning(session.settings)
+    if transcript is not None:
+        session.resumed = context.load_transcript(transcript)
+    key_warning = literal_key_warning(settings)
     if key_warning:
-        notes.append(key_warning)
-    if session.settings.yolo:
-        notes.append("--yolo: every command and write is allowed without asking.")
-    breakdown = session.agent.context.usage_breakdown()
-    fixed = breakdown.get("system", 0) + breakdown.get("tools", 0)
-    window = session.provider.info.window.budget_tokens
-    if fixed > OVERHEAD_WARNING_SHARE * window:
-        notes.append(
-            f"The system prompt, tool schemas and instruction files take {fixed} tokens, "
-            f"{100 * fixed // window}% of the {window}-token window. Load the model with a larger "
-            "context, or shorten AGENTS.md/CLAUDE.md."
-        )
-    return notes
+        session.notices.append(key_warning)
+    if settings.yolo or mode == "all":
+        session.notices.append("Commands: every command is allowed without asking "
+                               + ("(--yolo)." if settings.yolo else "(--commands all)."))
+    return session

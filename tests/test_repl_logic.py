@@ -17,18 +17,11 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from swival.agent import Agent, AgentConfig, make_summarizer
 from swival.config import Settings
-from swival.context.engine import ContextEngine, ContextSettings
-from swival.context.knowledge import Knowledge
 from swival.errors import TransientProviderError
 from swival.providers.base import ChatRequest
 from swival.repl import Repl, ReplIO, SlashAndPathCompleter
-from swival.session import Session
-from swival.tools.base import ToolContext
-from swival.tools.catalog import default_tools
-from swival.tools.policy import CommandPolicy
-from swival.tools.registry import ToolRegistry
+from swival.session import Session, build_session
 from tests.scripted import ScriptedProvider, call, reply
 
 ESC_ENTER = "\x1b\r"
@@ -52,19 +45,10 @@ def alive(pid: int, wait: float = 3.0) -> bool:
 
 
 def make_session(root: Path, provider: ScriptedProvider, commands: str = "all") -> Session:
-    """The same composition as swival.session.open_session, minus the network."""
-    settings = Settings(project_root=root, commands=commands)
-    registry = ToolRegistry(default_tools())
-    policy = CommandPolicy(commands)
-    tool_ctx = ToolContext(root=root, approve=policy.approve, command_timeout=30)
-    state = root / ".swival"
-    context = ContextEngine(
-        ContextSettings(window=provider.info.window.budget_tokens, max_output_tokens=1024),
-        "You are a test agent.", registry.schemas(), knowledge=Knowledge(state),
-        state_dir=state, summarize=make_summarizer(provider),
-    )
-    agent = Agent(provider, registry, context, tool_ctx, AgentConfig(max_turns=8))
-    return Session(settings, provider, agent, policy)
+    """The real composition (swival.session.build_session) around the scripted provider."""
+    settings = Settings(project_root=root, commands=commands, max_output_tokens=1024,
+                        max_turns=8, command_timeout=30)
+    return build_session(settings, provider, interactive=True)
 
 
 class Run:

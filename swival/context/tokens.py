@@ -19,6 +19,7 @@ import json
 import math
 import os
 import tempfile
+import threading
 import weakref
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
@@ -74,14 +75,24 @@ def prepare_offline_cache(env: MutableMapping[str, str] | None = None) -> Path |
 def load_encoder(env: MutableMapping[str, str] | None = None) -> Callable[[str], int] | None:
     """A text -> token-count function using tiktoken, or None when the encoding is
     not available offline (the caller then uses the character estimate)."""
-    if prepare_offline_cache(env) is None:
+    found = prepare_offline_cache(env)
+    if found is None:
         return None
+    # tiktoken reads its cache location from os.environ only: point it at the file we
+    # found for the duration of the load (it keeps the encoding once loaded).
+    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(found.parent)
     try:
         import tiktoken
 
         encoding = tiktoken.get_encoding(ENCODING)
     except Exception:  # a corrupt cache file or a missing package: estimate instead
         return None
+    finally:
+        if saved is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = saved
 
     def count(text: str) -> int:
         return len(encoding.encode(text, disallowed_special=()))
@@ -99,16 +110,32 @@ class TokenCounter:
 
     Message counts are cached per Message object (messages are immutable and hash by
     identity), so a 32K history costs one dictionary lookup per message per call.
-    `exact` says whether tiktoken is in use (False: the chars/3.0 estimate).
     """
 
     def __init__(
         self, *, use_tiktoken: bool = True, env: MutableMapping[str, str] | None = None
     ) -> None:
-        encoder = load_encoder(env) if use_tiktoken else None
-        self.exact = encoder is not None
-        self._count: Callable[[str], int] = encoder or estimate_tokens
+        self._use_tiktoken = use_tiktoken
+        self._env = env
+        self._counter: Callable[[str], int] | None = None
+        self._lock = threading.Lock()
         self._cache: weakref.WeakKeyDictionary[Message, int] = weakref.WeakKeyDictionary()
+
+    def _count(self, text: str) -> int:
+        # The encoding takes ~0.2 s to load: do it on first use, not at start-up, so the
+        # REPL's prompt appears at once (its warm-up thread makes the first count).
+        if self._counter is None:
+            with self._lock:
+                if self._counter is None:
+                    encoder = load_encoder(self._env) if self._use_tiktoken else None
+                    self._counter = encoder or estimate_tokens
+        return self._counter(text)
+
+    @property
+    def exact(self) -> bool:
+        """Whether tiktoken is in use (False: the character estimate)."""
+        self._count("x")
+        return self._counter is not estimate_tokens
 
     def text(self, text: str) -> int:
         return self._count(text) if text else 0
