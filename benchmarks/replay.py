@@ -17,6 +17,7 @@ and the last error. Then the engine's own time per call on a full 32K history.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import statistics
@@ -165,10 +166,13 @@ def survival(entry: dict[str, Any], final: list[Message]) -> dict[str, bool]:
 
 
 def make_engine(system: str, window: int, counter: TokenCounter, state: Path) -> ContextEngine:
+    # A fixed session id (and, in run_all, a relative state directory) keeps the paths
+    # that recaps name, and so every token count, the same from run to run.
     return ContextEngine(
         ContextSettings(window=window), system, SCHEMAS, knowledge=NullKnowledge(),
         state_dir=state, summarize=stand_in_summary,
-        extras=Extras(counter=counter, scope=NullScope(), collapse=null_collapse),
+        extras=Extras(counter=counter, scope=NullScope(), collapse=null_collapse,
+                      session_id="replay"),
     )
 
 
@@ -187,13 +191,14 @@ def run_all(directory: Path, windows: Sequence[int]) -> dict[tuple[str, int], li
     counter = TokenCounter()
     data = load(directory)
     results: dict[tuple[str, int], list[Run]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
         for name, factory in strategies().items():
             for window in windows:
                 runs = []
                 for entry, messages in data:
                     system = next((m["content"] for m in messages if m["role"] == "system"), "")
-                    strategy = factory(system, window, counter, Path(tmp) / entry["id"])
+                    strategy = factory(system, window, counter,
+                                       Path(name) / str(window) / entry["id"])
                     run, final = replay_one(messages, strategy, counter, window)
                     run.facts = survival(entry, final)
                     runs.append(run)
@@ -203,7 +208,12 @@ def run_all(directory: Path, windows: Sequence[int]) -> dict[tuple[str, int], li
 
 def time_full_history(counter: TokenCounter, calls: int = 200) -> float:
     """Median ms of prepare() on a 32K engine holding a history just under its trigger."""
-    engine = make_engine("You are a coding agent.", 32768, counter, Path(tempfile.mkdtemp()))
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = make_engine("You are a coding agent.", 32768, counter, Path(tmp))
+        return _time_prepare(engine, calls)
+
+
+def _time_prepare(engine: ContextEngine, calls: int) -> float:
     engine.add_user("a long task")
     budget = Budget(32768, 32768, 0.85, 0.6)
     n = 0

@@ -11,6 +11,7 @@ from test_context_doubles import code_text
 from swival.context import caps, compaction
 from swival.context.budget import Budget, Calibration
 from swival.context.compaction import ResultInfo
+from swival.context.errorlines import error_lines
 from swival.context.ledger import Ledger, error_line
 from swival.context.tokens import TokenCounter, litellm_tokenizer_dir, load_encoder
 from swival.context.transcript import Transcript, new_session_id, replay
@@ -83,7 +84,8 @@ def test_file_preview_is_head_with_offset(tmp_path: Path) -> None:
     body = code_text(400)
     text, _ = _cap(body, {"kind": "file", "path": "big.py"}, tmp_path)
     shown = text.split("\n[output cut")[0].count("\n") + 1
-    assert text.startswith("def func_0_0") and f"read_file file_path=big.py offset={shown + 1}" in text
+    assert text.startswith("def func_0_0")
+    assert f"read_file file_path=big.py offset={shown + 1}" in text
 
 
 def test_matches_preview_keeps_leading_matches(tmp_path: Path) -> None:
@@ -117,6 +119,99 @@ def test_error_line_prefers_specific_lines() -> None:
     assert error_line("Traceback (most recent call last):\n  x\nKeyError: 'a'\n") == "KeyError: 'a'"
     assert error_line("all good") is None
     assert error_line("==== 2 failed, 3 passed in 0.1s ====") is not None
+
+
+PYTEST_RUN = """collected 54 items
+sklearn/tests/test_search.py ...F..
+    def test_grid(input):
+>       with pytest.raises(error_type, message=error_message):
+E       TypeError: Unexpected keyword arguments passed to pytest.raises: message
+E       Use context-manager form instead?
+
+sklearn/tests/test_search.py:138: TypeError
+=================== 3 failed, 51 passed in 5.30s ===================
+"""
+
+
+def test_error_lines_keep_cause_and_outcome() -> None:
+    assert error_lines(PYTEST_RUN) == [
+        "E       TypeError: Unexpected keyword arguments passed to pytest.raises: message",
+        "=================== 3 failed, 51 passed in 5.30s ===================",
+    ]
+    unittest_run = "Traceback (most recent call last):\nAttributeError: 'X' has no 'y'\n" \
+        "----\nRan 26 tests in 1.0s\n\nFAILED (errors=2)\n"
+    assert error_lines(unittest_run) == ["AttributeError: 'X' has no 'y'", "FAILED (errors=2)"]
+    assert error_line("error: src/a.py: patch does not apply\n") == (
+        "error: src/a.py: patch does not apply")
+    assert error_line("- E999 SyntaxError: unmatched ')'\n") == "- E999 SyntaxError: unmatched ')'"
+
+
+def test_error_lines_ignore_look_alikes() -> None:
+    assert error_lines("=== Testing Error Cases ===\nall 3 cases ok\n") == []
+    assert error_lines("    except ValueError:\n        raise TypeError(msg)\n") == []
+    assert error_lines("Found 0 errors in 3 files\n") == []
+
+
+def _run(ledger: Ledger, command: str, out: str, exit_code: int | None = 1) -> None:
+    call = ToolCall(id="x", name="run_command", arguments={"command": command})
+    ledger.record_result(call, ToolResult(out, meta={"kind": "command", "exit_code": exit_code}))
+
+
+def test_ledger_keeps_newest_outcome_per_command() -> None:
+    ledger = Ledger()
+    _run(ledger, "pytest", "E   KeyError: 'a'\n")
+    _run(ledger, "python repro.py", "NameError: name 'q' is not defined\n")
+    _run(ledger, "pytest", "E   KeyError: 'b'\n")
+    text = ledger.render()
+    assert "KeyError: 'a'" not in text and "`pytest`: E   KeyError: 'b'" in text
+    assert text.index("repro.py") < text.index("KeyError: 'b'")  # most recent last
+    _run(ledger, "python  repro.py", "fixed\n", exit_code=0)
+    assert "NameError: name 'q' is not defined (a later run exited 0)" in ledger.render()
+    _run(ledger, "python -c 'import m'", "E   KeyError: 'b'\n")  # same error, new command
+    assert ledger.render().count("KeyError: 'b'") == 1
+
+
+def test_ledger_errors_are_bounded_in_characters() -> None:
+    small, large = Ledger.for_budget(6964), Ledger.for_budget(27852)
+    assert small.error_chars < large.error_chars
+    for n in range(40):
+        _run(small, f"python step{n}.py", f"ValueError: bad value {n} " + "z" * 80 + "\n")
+        _run(large, f"python step{n}.py", f"ValueError: bad value {n} " + "z" * 80 + "\n")
+    assert "bad value 39" in small.render() and "bad value 0 " not in small.render()
+    assert 1 < len(small.errors) < len(large.errors)
+    assert small._error_size() <= small.error_chars
+
+
+def test_ledger_requests_once_and_not_repeated_when_shown() -> None:
+    ledger = Ledger()
+    ledger.record_user("the task: fix parse()")
+    for _ in range(3):
+        ledger.record_user("continue")
+    ledger.record_user("also add a test")
+    assert ledger.render().count("- continue") == 1
+    shown = ledger.render(lambda head: head in "the task: fix parse()\ncontinue")
+    assert "the task" not in shown and "continue" not in shown and "also add a test" in shown
+
+
+def test_shrunk_command_keeps_its_error_lines() -> None:
+    body = "\n".join(f"collecting line {i}" for i in range(60))
+    text = body[:1000] + "\n" + PYTEST_RUN + body
+    info = ResultInfo(name="run_command", kind="command")
+    record = compaction.result_record(Message(role="tool", content=text), info)
+    assert len(record) < len(text) // 2
+    assert "E       TypeError: Unexpected keyword arguments passed" in record
+    assert "3 failed, 51 passed" in record and "its error lines follow" in record
+    assert record.splitlines()[0] == "collecting line 0"  # cut at line ends
+
+
+def test_drop_frees_what_it_is_asked_for() -> None:
+    history = _session()
+    size = COUNTER.message
+    _, half = compaction.drop(history, _lookup, keep=2)
+    kept, dropped = compaction.drop(history, _lookup, keep=2,
+                                    free=sum(size(m) for m in half) + 1, size=size)
+    assert len(dropped) > len(half) and history[0] in kept
+    assert any(m.name == "write_file" for m in kept)  # the best turn goes last
 
 
 def _session() -> list[Message]:

@@ -4,10 +4,12 @@ A *turn* is an assistant message with the tool results that answer it, or a lone
 message (a user request). Passes work on whole turns, so a tool call and its result
 are never separated.
 
-    level 1  shrink: old tool results become one-line records, long call arguments
-             are cut; the last `keep` turns stay whole
-    level 2  drop: score the older assistant turns, keep the better half, return the
-             rest for a recap; user messages are never dropped here
+    level 1  shrink: old tool results become one-line records (command output keeps
+             its head, tail and error lines), long call arguments are cut; the last
+             `keep` turns stay whole
+    level 2  drop: score the older assistant turns, drop the worse half (more when
+             that does not free enough), return them for a recap; user messages
+             are never dropped here
     level 3  nuclear: keep only the last `keep` turns
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from swival.context.errorlines import error_lines
 from swival.messages import Message, ToolCall
 
 SHRINK_MIN_CHARS = 300  # results shorter than this are already as small as a record
@@ -56,11 +59,24 @@ def turn_spans(history: Sequence[Message]) -> list[tuple[int, int]]:
     return spans
 
 
-def _head_tail(text: str, keep: int) -> str:
+def _head_tail(text: str, keep: int, errors: bool = False) -> str:
+    """About the first and last `keep` characters, cut at line ends when one is near;
+    with `errors`, also the error lines (errorlines.py) not shown whole in either
+    part, so a shrunk test run still says what failed."""
     if len(text) <= 2 * keep + 60:
         return text
-    omitted = len(text) - 2 * keep
-    return f"{text[:keep]}\n[... {omitted} characters compacted ...]\n{text[-keep:]}"
+    head = text.rfind("\n", 0, keep)
+    head = head if head >= keep // 2 else keep
+    tail = text.find("\n", len(text) - keep) + 1
+    tail = tail if 0 < tail <= len(text) - keep // 2 else len(text) - keep
+    middle = text[head:tail]
+    shown = (text[:head], text[tail:])
+    found = [ln for ln in error_lines(text) if ln.removesuffix("...") not in shown[0]
+             and ln.removesuffix("...") not in shown[1] and ln[:40] in text] if errors else []
+    note = "; its error lines follow" if found else ""
+    kept = "".join(f"{line}\n" for line in found)
+    return (f"{text[:head]}\n[... {len(middle)} characters compacted{note} ...]\n"
+            f"{kept}{text[tail:]}")
 
 
 def result_record(message: Message, info: ResultInfo | None) -> str:
@@ -69,7 +85,7 @@ def result_record(message: Message, info: ResultInfo | None) -> str:
     name = info.name if info else (message.name or "tool")
     kind = info.kind if info else "generic"
     if kind == "command" or name in COMMAND_TOOLS or (info and info.is_error):
-        return _head_tail(text, COMMAND_KEEP)
+        return _head_tail(text, COMMAND_KEEP, errors=True)
     lines = info.lines if info and info.lines is not None else text.count("\n") + 1
     path = info.path if info and info.path else None
     if kind == "file":
@@ -133,16 +149,25 @@ def score_turn(turn: Sequence[Message], lookup: Lookup) -> int:
 
 
 def drop(
-    history: Sequence[Message], lookup: Lookup, keep: int = 2
+    history: Sequence[Message], lookup: Lookup, keep: int = 2,
+    *, free: int = 0, size: Callable[[Message], int] | None = None,
 ) -> tuple[list[Message], list[Message]]:
     """Level 2: (kept history, dropped messages). Only assistant turns older than the
-    last `keep` turns are candidates; the lower-scoring half of them is dropped
-    (ties drop the older turn first)."""
+    last `keep` turns are candidates. The lower-scoring half of them is dropped (ties
+    drop the older turn first); then, while the dropped turns weigh less than `free`
+    (by `size`), the next lowest-scoring ones too, so the level frees what it must."""
     spans = turn_spans(history)
     protected = set(spans[-keep:]) if keep else set()
     candidates = [s for s in spans if s not in protected and history[s[0]].role != "user"]
     ranked = sorted(candidates, key=lambda s: (score_turn(history[s[0]:s[1]], lookup), s[0]))
-    dropped_spans = set(ranked[: (len(candidates) + 1) // 2])
+    count = (len(candidates) + 1) // 2
+    if size is not None:
+        freed = sum(size(m) for s in ranked[:count] for m in history[s[0]:s[1]])
+        while count < len(ranked) and freed < free:
+            span = ranked[count]
+            freed += sum(size(m) for m in history[span[0]:span[1]])
+            count += 1
+    dropped_spans = set(ranked[:count])
     kept: list[Message] = []
     dropped: list[Message] = []
     for span in spans:

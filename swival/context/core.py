@@ -165,7 +165,9 @@ class EngineCore:
             self._transcript.history(self._history, recap)
 
     def _render_pinned(self) -> Message | None:
-        parts = [self._ledger.render(), *self.knowledge.pinned_sections()]
+        requests = [m.content for m in self._history if m.role == "user"]
+        ledger = self._ledger.render(lambda head: any(head in text for text in requests))
+        parts = [ledger, *self.knowledge.pinned_sections()]
         if self._state.recap:
             parts.append(recap_header(str(self.transcript_path or "no file")) + "\n"
                          + self._state.recap)

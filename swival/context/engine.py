@@ -17,25 +17,26 @@ changes, and the pinned block (ledger + knowledge + recap, right after the syste
 prompt) exists only after a rewrite and is re-rendered only then. Reminders due now
 (Knowledge.tail_notes) are appended to the newest *unsent* message (the last tool
 result of the batch), so every request extends the previous one byte for byte.
+
+The parts: core.py (state, the request as it stands, rewrites and the pinned block),
+levels.py (the gate and compaction levels), restore.py (tool effects and snapshots);
+this module adds the agent's call API on top.
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from swival.context import caps, compaction
-from swival.context.budget import OUTPUT_FLOOR, SAFETY_SHARE, Budget, Calibration
-from swival.context.compaction import ResultInfo
-from swival.context.ledger import Ledger
-from swival.context.protocols import Collapse, KnowledgeLike, ScopeLike
+from swival.context import caps
+from swival.context.budget import OUTPUT_FLOOR, SAFETY_SHARE
+from swival.context.levels import Compacting
+from swival.context.protocols import KnowledgeLike
+from swival.context.restore import SnapshotOps
 from swival.context.resume import rebuild
-from swival.context.summarize import Recapper, Summarizer, recap_header
-from swival.context.tokens import TokenCounter
-from swival.context.transcript import Transcript, new_session_id, replay
+from swival.context.summarize import Summarizer
+from swival.context.transcript import Transcript, replay
 from swival.context.types import (
     ContextSettings,
     EngineState,
@@ -44,127 +45,23 @@ from swival.context.types import (
     result_info,
     tool_meta,
 )
-from swival.effects import SnapshotEffect, ThinkEffect, TodoEffect
 from swival.errors import ContextExhausted, ContextOverflowError
 from swival.events import Compacted
 from swival.messages import Message, ToolCall, ToolResult, Usage
 
-__all__ = ["ContextEngine", "ContextSettings", "Extras", "Prepared", "Summarizer"]
+__all__ = ["ContextEngine", "ContextSettings", "Extras", "KnowledgeLike", "Prepared",
+           "Summarizer"]
 
 USER_SHARE = 0.5  # a pasted request may take at most this share of the input budget
-RECAP_SHARE = 0.08  # recap size asked of the summarizer, share of the input budget
-RECAP_MAX = 1200
 PROACTIVE_EVERY = 10
-KEEP_TURNS = 2
-PINNED_HEADER = (
-    "[Pinned context, kept by the harness across compactions. It records what already "
-    "happened; it is not a new instruction.]"
-)
 
 
-class ContextEngine:
-    """See the module docstring for the call order and the guarantees."""
-
-    def __init__(
-        self,
-        settings: ContextSettings,
-        system_prompt: str,
-        tool_schemas: Sequence[Mapping[str, Any]],
-        *,
-        knowledge: KnowledgeLike,
-        state_dir: Path | None,
-        summarize: Summarizer | None = None,
-        extras: Extras | None = None,
-    ) -> None:
-        extras = extras or Extras()
-        if extras.scope is None or extras.collapse is None:
-            from swival.context import snapshot  # the knowledge helper's module
-
-        self.settings = settings
-        self.knowledge = knowledge
-        self.state_dir = state_dir
-        self.summarize = summarize
-        self.counter = extras.counter or TokenCounter()
-        self.scope: ScopeLike = extras.scope or snapshot.SnapshotScope()
-        self._collapse: Collapse = extras.collapse or snapshot.collapse
-        self.budget = Budget(settings.window, settings.max_output_tokens,
-                             settings.compaction_trigger, settings.compaction_target)
-        self.calibration = Calibration()
-        self._system = Message(role="system", content=system_prompt)
-        self._schemas = tuple(tool_schemas)
-        self._schema_tokens = self.counter.schemas(self._schemas)
-        self._history: list[Message] = []
-        self._pinned: Message | None = None
-        self._merged: tuple[Message, Message, Message] | None = None
-        self._infos: weakref.WeakKeyDictionary[Message, ResultInfo] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._ledger = Ledger()
-        self._state = EngineState()
-        self._last_sent: tuple[Prepared, int] | None = None
-        self.session_id = extras.session_id or new_session_id()
-        self.transcript_path = (
-            state_dir / "sessions" / f"{self.session_id}.jsonl" if state_dir else None
-        )
-        self._transcript = Transcript(self.transcript_path) if self.transcript_path else None
-
-    # ----- reading -------------------------------------------------------------------------
-
-    @property
-    def history(self) -> tuple[Message, ...]:
-        """The conversation without the system prompt and pinned block."""
-        return tuple(self._history)
-
-    def messages(self) -> list[Message]:
-        """What would be sent now: system prompt, pinned block (if any), history."""
-        if self._pinned is None:
-            return [self._system, *self._history]
-        if self._history and self._history[0].role == "user":
-            # Two user messages in a row break chat templates that demand alternating
-            # roles (Mistral, Gemma): fold the pinned block into the first user message.
-            return [self._system, self._merged_head(self._history[0]), *self._history[1:]]
-        return [self._system, self._pinned, *self._history]
-
-    def _merged_head(self, first: Message) -> Message:
-        """The pinned block and `first` as one user message, built once per pair so the
-        token cache and the prefix stay stable between rewrites."""
-        cached = self._merged
-        if cached and cached[0] is self._pinned and cached[1] is first:
-            return cached[2]
-        assert self._pinned is not None
-        merged = Message(role="user", content=self._pinned.content + "\n\n" + first.content)
-        self._merged = (self._pinned, first, merged)
-        return merged
-
-    def _raw(self) -> int:
-        return self.counter.messages(self.messages()) + self._schema_tokens
-
-    def estimate(self) -> int:
-        """Calibrated tokens of the prompt as it stands (messages + tool schemas)."""
-        return self.calibration.apply(self._raw())
-
-    def _lookup(self, message: Message) -> ResultInfo | None:
-        return self._infos.get(message)
+class ContextEngine(SnapshotOps, Compacting):
+    """See the module docstring for the call order and the guarantees. Constructed as
+    ContextEngine(settings, system_prompt, tool_schemas, *, knowledge, state_dir,
+    summarize=None, extras=None) (see core.EngineCore)."""
 
     # ----- appending -----------------------------------------------------------------------
-
-    def _append(self, message: Message, meta: Mapping[str, Any] | None = None) -> None:
-        self._history.append(message)
-        self._state.appends += 1
-        self._state.last_level = 0
-        if self._transcript:
-            self._transcript.message(message, meta)
-
-    def _spill(self, stem: str) -> Callable[[str], Path | None]:
-        def write(content: str) -> Path | None:
-            if self.state_dir is None:
-                return None
-            try:
-                return caps.spill(self.state_dir / "out", stem, content)
-            except OSError:
-                return None
-
-        return write
 
     def add_user(self, text: str) -> None:
         """Append a request. One too big for the window is cut to a preview and saved."""
@@ -237,113 +134,6 @@ class ContextEngine:
                             estimate, tuple(events))
         self._last_sent = (prepared, raw)
         return prepared
-
-    def _exhausted_text(self, estimate: int) -> str:
-        where = f" The full conversation is saved in {self.transcript_path}." if (
-            self.transcript_path) else ""
-        return (
-            f"The conversation no longer fits the {self.budget.window}-token context window, "
-            f"even after the deepest compaction (about {estimate} tokens needed, including "
-            f"{self._schema_tokens} for tool schemas).{where} To continue, load the model "
-            "with a larger context window (and pass --max-context-tokens), or start over "
-            "with /clear and a smaller request."
-        )
-
-    def _gate(self, turn: int, reason: str) -> list[Compacted]:
-        if self.estimate() < self.budget.trigger:
-            return []
-        return self._compact_down(turn, reason, self._state.last_level + 1)
-
-    def _compact_down(self, turn: int, reason: str, first: int) -> list[Compacted]:
-        """Run levels from `first` up until the prompt is at or below the target."""
-        events: list[Compacted] = []
-        for level in range(max(1, first), 4):
-            event = self._run_level(level, reason, turn)
-            if event:
-                events.append(event)
-            self._state.last_level = level
-            if self.estimate() <= self.budget.target:
-                break
-        return events
-
-    def _run_level(self, level: int, reason: str, turn: int) -> Compacted | None:
-        before = self.estimate()
-        recap = self._state.recap
-        if level == 1:
-            new = compaction.shrink(self._history, self._lookup, KEEP_TURNS)
-        else:
-            if level == 2:
-                new, dropped = compaction.drop(self._history, self._lookup, KEEP_TURNS)
-            else:
-                new, dropped = compaction.nuclear(self._history, KEEP_TURNS)
-            if dropped:
-                recap = self._make_recap(dropped)
-            if level == 3 and self._would_exceed(new, recap):
-                new = compaction.shrink(new, self._lookup, 0)
-        if all(a is b for a, b in zip(new, self._history, strict=False)) and len(new) == len(
-                self._history):
-            return None
-        # Level 1 drops no turn, so the pinned block is left as it was: re-rendering it
-        # (the ledger moves on every command) would make the server re-read everything.
-        self._rewrite(new, recap, repin=level > 1)
-        event = Compacted(level, reason, before, self.estimate(), turn)
-        if self._transcript:
-            self._transcript.compacted(event)
-        return event
-
-    def _would_exceed(self, history: list[Message], recap: str | None) -> bool:
-        saved = self._history, self._state.recap, self._pinned
-        self._history, self._state.recap = history, recap
-        self._pinned = self._render_pinned()
-        over = self.estimate() > self.budget.target
-        self._history, self._state.recap, self._pinned = saved
-        return over
-
-    def _make_recap(self, dropped: Sequence[Message]) -> str:
-        """LLM recap, else checkpoint summaries, else a static marker; merged with the
-        previous recap so nothing recapped earlier is lost."""
-        previous = self._state.recap
-        if self.summarize is not None:
-            text = self._recapper().recap(dropped, previous)
-            if text:
-                return text
-        marker = (f"[{len(dropped)} earlier messages were removed to fit the context window; "
-                  f"they are kept in {self.transcript_path or 'no file (no state directory)'}.]")
-        checkpoints = self.knowledge.checkpoint_text()
-        parts = [p for p in (previous, checkpoints, marker) if p]
-        text = "\n\n".join(dict.fromkeys(parts))
-        limit = self._recap_tokens() * 6  # about 1.5x the recap size, in characters
-        return text if len(text) <= limit else text[-limit:]
-
-    def _recap_tokens(self) -> int:
-        return min(RECAP_MAX, int(self.budget.input_budget * RECAP_SHARE))
-
-    def _recapper(self) -> Recapper:
-        assert self.summarize is not None
-        return Recapper(self.summarize, self.counter.text,
-                        str(self.transcript_path or "the session transcript"),
-                        self.budget.input_budget, self._recap_tokens())
-
-    def _rewrite(self, history: list[Message], recap: str | None, repin: bool = True) -> None:
-        """Replace the history (after the transcript has everything) and, with
-        `repin`, re-render the pinned block: the one moment the prefix may change."""
-        self._history = list(history)
-        self._state.recap = recap
-        self._state.appends = 0
-        self._state.sent_len = min(self._state.sent_len, len(self._history))
-        self._state.checkpoint_index = len(self._history)
-        if repin:
-            self._pinned = self._render_pinned()
-        if self._transcript:
-            self._transcript.history(self._history, recap)
-
-    def _render_pinned(self) -> Message | None:
-        parts = [self._ledger.render(), *self.knowledge.pinned_sections()]
-        if self._state.recap:
-            parts.append(recap_header(str(self.transcript_path or "no file")) + "\n"
-                         + self._state.recap)
-        body = "\n\n".join(p for p in parts if p)
-        return Message(role="user", content=PINNED_HEADER + "\n\n" + body) if body else None
 
     # ----- calibration and overflow ----------------------------------------------------------
 
@@ -439,85 +229,12 @@ class ContextEngine:
         """/clear: forget the conversation, ledger, knowledge and snapshot state."""
         self._history = []
         self._pinned = None
-        self._ledger = Ledger()
+        self._ledger = self._new_ledger()
         self._state = EngineState()
         self.knowledge.clear()
         self.scope.reset()
         if self._transcript:
             self._transcript.clear()
-
-    # ----- think / todo / snapshot ---------------------------------------------------------
-
-    def apply_effect(
-        self, call: ToolCall, result: ToolResult, turn: int
-    ) -> tuple[ToolResult, list[Compacted]]:
-        """Carry out a tool's effect; the returned result is not yet added (the agent
-        adds it with add_tool_result, as for any tool)."""
-        effect = result.effect
-        if isinstance(effect, ThinkEffect | TodoEffect):
-            return self.knowledge.apply(effect, turn), []
-        if not isinstance(effect, SnapshotEffect):
-            return result, []
-        if effect.action == "save":
-            return ToolResult(self.scope.save(effect.label, len(self._history))), []
-        if effect.action == "cancel":
-            return ToolResult(self.scope.cancel()), []
-        if effect.action == "status":
-            return ToolResult(self.scope.status(len(self._history))), []
-        if not (effect.summary or "").strip():
-            return ToolResult("snapshot restore needs `summary`: write what you learned "
-                              "(findings, paths, decisions) and call it again.",
-                              is_error=True), []
-        refusal = self.scope.restore_check(effect.force)
-        if refusal:
-            return ToolResult(refusal, is_error=True), []
-        message, event = self._restore(effect.label, effect.summary or "", "snapshot restore", turn)
-        return ToolResult(message), [event]
-
-    def _restore(
-        self, label: str | None, summary: str, reason: str, turn: int
-    ) -> tuple[str, Compacted]:
-        """Collapse the snapshot scope into `summary` (checks already done)."""
-        start = self.scope.scope_start(self._history)
-        collapsed = len(self._history) - start
-        before = self.estimate()
-        stored = self.knowledge.add_snapshot_summary(label, summary, turn)
-        new = self._collapse(self._history, start, stored)
-        self._rewrite(new, self._state.recap)
-        self._state.last_level = 0
-        self.scope.restored(len(new))
-        event = Compacted(0, reason, before, self.estimate(), turn)
-        if self._transcript:
-            self._transcript.compacted(event)
-        return (f"Collapsed {collapsed} messages into your summary ({before} -> "
-                f"{event.tokens_after} tokens). The summary is pinned and survives "
-                "compaction."), event
-
-    def snapshot_save(self, label: str | None) -> str:
-        """/save: a checkpoint at the end of the history."""
-        return self.scope.save(label, len(self._history))
-
-    def snapshot_cancel(self) -> str:
-        """/unsave."""
-        return self.scope.cancel()
-
-    def snapshot_status(self) -> str:
-        return self.scope.status(len(self._history))
-
-    def snapshot_restore(self, force: bool, turn: int) -> tuple[str, Compacted | None]:
-        """/restore from the user's side: the summarizer writes the summary."""
-        if self.summarize is None:
-            return "No summarizer is available, so /restore cannot write a summary.", None
-        refusal = self.scope.restore_check(force)
-        if refusal:
-            return refusal, None
-        scope = self._history[self.scope.scope_start(self._history):]
-        if not scope:
-            return "Nothing to collapse since the checkpoint.", None
-        summary = self._recapper().recap(scope, None)
-        if not summary:
-            return "The model could not write a summary; nothing was collapsed.", None
-        return self._restore(None, summary, "/restore", turn)
 
     # ----- resume --------------------------------------------------------------------------
 
@@ -526,7 +243,7 @@ class ContextEngine:
         history, recap, ledger and result facts, reload knowledge, and keep appending
         to the same file. Returns the number of messages restored."""
         state = replay(path)
-        self._ledger, infos = rebuild(state.records, state.history)
+        self._ledger, infos = rebuild(state.records, state.history, self._new_ledger)
         for message, info in infos:
             self._infos[message] = info
         self.knowledge.reload()

@@ -3,48 +3,45 @@ summary, however weak, can lose them. It is rendered into the pinned block that
 every compaction level keeps.
 
 It holds the user's requests verbatim (the first one longer, later ones shorter,
-the most recent few), files created/modified/deleted, commands with exit codes and
-the last error lines. Every list is bounded so the block stays a few hundred tokens.
+the most recent few, each once), files created/modified/deleted, commands with exit
+codes and the errors seen. Every list is bounded so the block stays a few hundred
+tokens. Requests still in the history the model sees are not repeated: compaction
+drops user messages only at level 3, and the block is re-rendered on every rewrite.
+
+Errors are kept per command (or per tool and path): a rerun replaces that command's
+entry with its newest outcome and moves it to the end, an identical error line under
+another command is dropped, and a clean rerun with exit 0 marks the entry as passed.
+Each entry holds the cause and the outcome line (errorlines.py). The section is
+bounded in characters, scaled to the window (`Ledger.for_budget`), evicting the oldest
+entries first: small windows keep the few newest errors, large ones a longer history.
 """
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from swival.context.errorlines import error_line, error_lines
 from swival.messages import ToolCall, ToolResult
+
+__all__ = ["Ledger", "error_line"]
 
 FIRST_REQUEST_CHARS = 1200
 REQUEST_CHARS = 400
 MAX_REQUESTS = 5
 MAX_FILES = 30
 MAX_COMMANDS = 8
-MAX_ERRORS = 5
 COMMAND_CHARS = 120
-ERROR_CHARS = 240
-
-# Specific error lines win over generic ones; each group is searched from the end.
-_SPECIFIC = re.compile(
-    r"^\s*(?:[\w.]+(?:Error|Exception|Exit|Interrupt)\b.*|FAILED\s+\S+.*|E\s{3}.*\w.*"
-    r"|.*\b(?:command not found|No such file or directory|SyntaxError|error:)\b.*)$",
-    re.MULTILINE,
-)
-_GENERIC = re.compile(
-    r"^\s*(?:=+ .*\b(?:failed|error)\b.*=+|Traceback \(most recent call last\):"
-    r"|.*\btimed out\b.*|FAILED.*)$",
-    re.MULTILINE | re.IGNORECASE,
-)
-
-
-def error_line(text: str) -> str | None:
-    """The most telling error line of a tool's output, or None."""
-    for pattern in (_SPECIFIC, _GENERIC):
-        found = pattern.findall(text)
-        if found:
-            return str(found[-1]).strip()[:ERROR_CHARS]
-    return None
+ERROR_KEY_CHARS = 60  # the command shown before its error lines
+# Characters for the errors section: a share of the input budget (tokens at about
+# 3.5 characters each), within fixed bounds.
+ERROR_SHARE = 0.05
+ERROR_CHARS_MIN = 700
+ERROR_CHARS_MAX = 3000
+ERROR_CHARS_DEFAULT = 1200
+PASSED_NOTE = " (a later run exited 0)"
+VISIBLE_HEAD = 300  # a request whose head is still in the history is not repeated
 
 
 def _bounded(text: str, limit: int) -> str:
@@ -53,56 +50,90 @@ def _bounded(text: str, limit: int) -> str:
 
 
 class Ledger:
-    """Records requests, file changes, commands and errors as they happen."""
+    """Records requests, file changes, commands and errors as they happen.
+    `error_chars` bounds the errors section (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, error_chars: int = ERROR_CHARS_DEFAULT) -> None:
         self.first_request: str | None = None
         self.requests: deque[str] = deque(maxlen=MAX_REQUESTS)
         self.files: OrderedDict[str, str] = OrderedDict()
         self.commands: deque[tuple[str, int | None]] = deque(maxlen=MAX_COMMANDS)
-        self.errors: deque[str] = deque(maxlen=MAX_ERRORS)
+        self.errors: OrderedDict[str, str] = OrderedDict()  # key -> lines, oldest first
+        self.error_chars = error_chars
+
+    @classmethod
+    def for_budget(cls, input_budget: int) -> Ledger:
+        """A ledger whose errors section is sized for an input budget of this many tokens."""
+        chars = int(input_budget * ERROR_SHARE * 3.5)
+        return cls(min(ERROR_CHARS_MAX, max(ERROR_CHARS_MIN, chars)))
 
     def record_user(self, text: str) -> None:
         if self.first_request is None:
             self.first_request = _bounded(text, FIRST_REQUEST_CHARS)
         else:
-            self.requests.append(_bounded(text, REQUEST_CHARS))
+            request = _bounded(text, REQUEST_CHARS)
+            if request in self.requests:  # a repeated request ("continue") counts once
+                self.requests.remove(request)
+            self.requests.append(request)
 
     def record_result(self, call: ToolCall, result: ToolResult) -> None:
         """Fold in one tool result: `meta["changed"]`, `["exit_code"]`, errors."""
         meta: Mapping[str, Any] = result.meta
         for entry in meta.get("changed") or ():
-            path, status = str(entry[0]), str(entry[1])
-            if self.files.get(path) == "created" and status == "modified":
-                status = "created"  # still new as far as the task is concerned
-            self.files.pop(path, None)
-            self.files[path] = status
-            while len(self.files) > MAX_FILES:
-                self.files.popitem(last=False)
+            self._record_file(str(entry[0]), str(entry[1]))
         exit_code = meta.get("exit_code")
         command = call.arguments.get("command")
-        if meta.get("kind") == "command" or exit_code is not None:
-            shown = str(command) if command else call.name
-            self.commands.append((_bounded(" ".join(shown.split()), COMMAND_CHARS), exit_code))
-        failed = result.is_error or (isinstance(exit_code, int) and exit_code != 0)
-        if failed or meta.get("kind") == "command":
-            line = error_line(result.content)
-            if line is None and failed:
-                line = result.content.strip().splitlines()[0] if result.content.strip() else None
-            if line:
-                entry_text = f"{call.name}: {line[:ERROR_CHARS]}"
-                if entry_text in self.errors:
-                    self.errors.remove(entry_text)
-                self.errors.append(entry_text)
+        shown = " ".join(str(command).split()) if command else call.name
+        is_command = meta.get("kind") == "command" or exit_code is not None
+        if is_command:
+            self.commands.append((_bounded(shown, COMMAND_CHARS), exit_code))
+        if is_command or result.is_error or exit_code not in (None, 0):
+            key = shown if command else f"{call.name} {meta.get('path') or ''}".strip()
+            self._record_error(_head(key, ERROR_KEY_CHARS), result, is_command)
 
-    def render(self) -> str:
-        """The ledger as markdown; empty string when nothing was recorded."""
+    def _record_file(self, path: str, status: str) -> None:
+        if self.files.get(path) == "created" and status == "modified":
+            status = "created"  # still new as far as the task is concerned
+        self.files.pop(path, None)
+        self.files[path] = status
+        while len(self.files) > MAX_FILES:
+            self.files.popitem(last=False)
+
+    def _record_error(self, key: str, result: ToolResult, is_command: bool) -> None:
+        """Keep the newest error lines of `key`; a clean pass marks its old entry."""
+        exit_code = result.meta.get("exit_code")
+        failed = result.is_error or (isinstance(exit_code, int) and exit_code != 0)
+        lines = error_lines(result.content)
+        if not lines and failed:
+            lines = _fallback_line(result.content, is_command)
+        if not lines:
+            if exit_code == 0 and key in self.errors and not self.errors[key].endswith(
+                    PASSED_NOTE):
+                self.errors[key] += PASSED_NOTE
+            return
+        text = " | ".join(lines)
+        for other in [k for k, v in self.errors.items() if v == text]:
+            del self.errors[other]
+        self.errors.pop(key, None)
+        self.errors[key] = text
+        while len(self.errors) > 1 and self._error_size() > self.error_chars:
+            self.errors.popitem(last=False)
+
+    def _error_size(self) -> int:
+        return sum(len(k) + len(v) + 8 for k, v in self.errors.items())
+
+    def render(self, shown: Callable[[str], bool] = lambda request: False) -> str:
+        """The ledger as markdown; empty string when nothing was recorded. Requests
+        for which `shown` is true (still in the conversation) are not repeated."""
         parts: list[str] = []
         if self.first_request is not None:
-            parts.append("User's first request (verbatim):\n" + self.first_request)
-        if self.requests:
-            later = "\n".join(f"- {r}" for r in self.requests)
-            parts.append("Later user requests (most recent last):\n" + later)
+            first = ("(still in the conversation)" if shown(self.first_request[:VISIBLE_HEAD])
+                     else self.first_request)
+            parts.append("User's first request (verbatim):\n" + first)
+        later = [r for r in self.requests if not shown(r[:VISIBLE_HEAD])]
+        if later:
+            lines = "\n".join(f"- {r}" for r in later)
+            parts.append("Later user requests not shown below (most recent last):\n" + lines)
         if self.files:
             files = "\n".join(f"- {p} ({s})" for p, s in self.files.items())
             parts.append("Files changed so far:\n" + files)
@@ -112,7 +143,22 @@ class Ledger:
             )
             parts.append("Recent commands:\n" + cmds)
         if self.errors:
-            parts.append("Last errors seen:\n" + "\n".join(f"- {e}" for e in self.errors))
+            errors = "\n".join(f"- `{k}`: {v}" for k, v in self.errors.items())
+            parts.append("Errors seen (newest outcome per command, most recent last):\n"
+                         + errors)
         if not parts:
             return ""
         return "## Ledger (recorded by the harness)\n" + "\n\n".join(parts)
+
+
+def _head(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _fallback_line(content: str, command: bool) -> list[str]:
+    """A failure without a recognisable error line: the last non-empty line of a
+    command's output (where runs end with their verdict), else the first line."""
+    lines = [ln.strip() for ln in content.splitlines() if ln.strip()]
+    if not lines:
+        return []
+    return [_head(lines[-1] if command else lines[0], 200)]

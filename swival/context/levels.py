@@ -16,6 +16,9 @@ from swival.events import Compacted
 from swival.messages import Message
 
 KEEP_TURNS = 2
+# Level 2 re-renders the pinned block, so the server re-reads the whole prompt: make
+# that rewrite buy headroom by landing this share of the input budget under the target.
+DROP_MARGIN = 0.15
 
 
 class Compacting(EngineCore):
@@ -45,12 +48,12 @@ class Compacting(EngineCore):
             new = compaction.shrink(self._history, self._lookup, KEEP_TURNS)
         else:
             if level == 2:
-                new, dropped = compaction.drop(self._history, self._lookup, KEEP_TURNS)
+                new, dropped = self._drop_enough()
             else:
                 new, dropped = compaction.nuclear(self._history, KEEP_TURNS)
             if dropped:
                 recap = self._make_recap(dropped)
-            if level == 3 and self._would_exceed(new, recap):
+            if level == 3 and self._estimate_with(new, recap) > self.budget.target:
                 new = compaction.shrink(new, self._lookup, 0)
         if len(new) == len(self._history) and all(
                 a is b for a, b in zip(new, self._history, strict=True)):
@@ -63,15 +66,29 @@ class Compacting(EngineCore):
             self._transcript.compacted(event)
         return event
 
-    def _would_exceed(self, history: list[Message], recap: str | None) -> bool:
-        """Whether `history` with `recap` (and a re-rendered pinned block) would still
-        be above the target."""
+    def _drop_enough(self) -> tuple[list[Message], list[Message]]:
+        """Level 2's drop: the lower-scoring half of the older turns, or more, enough
+        to land DROP_MARGIN under the target with a new recap if the older turns allow
+        (else level 3 follows)."""
+        new, dropped = compaction.drop(self._history, self._lookup, KEEP_TURNS)
+        aim = max(self.budget.target // 2,
+                  self.budget.target - int(self.budget.input_budget * DROP_MARGIN))
+        over = self._estimate_with(new, None) + self._recap_tokens() - aim
+        if over <= 0 or not dropped:
+            return new, dropped
+        size = self.counter.message
+        freed = sum(size(m) for m in dropped) + int(over / self.calibration.factor) + 1
+        return compaction.drop(self._history, self._lookup, KEEP_TURNS, free=freed, size=size)
+
+    def _estimate_with(self, history: list[Message], recap: str | None) -> int:
+        """The estimate if the history were `history` with `recap` (and a re-rendered
+        pinned block)."""
         saved = self._history, self._state.recap, self._pinned
         self._history, self._state.recap = history, recap
         self._pinned = self._render_pinned()
-        over = self.estimate() > self.budget.target
+        estimate = self.estimate()
         self._history, self._state.recap, self._pinned = saved
-        return over
+        return estimate
 
     def _make_recap(self, dropped: Sequence[Message]) -> str:
         """LLM recap, else checkpoint summaries, else a static marker; merged with the

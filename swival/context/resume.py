@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from swival.context.compaction import ResultInfo
@@ -12,17 +12,19 @@ from swival.messages import Message, ToolCall, ToolResult
 
 
 def rebuild(
-    records: Sequence[Mapping[str, Any]], history: Sequence[Message]
+    records: Sequence[Mapping[str, Any]], history: Sequence[Message],
+    new_ledger: Callable[[], Ledger] = Ledger,
 ) -> tuple[Ledger, list[tuple[Message, ResultInfo]]]:
     """The ledger as the recorded session left it (replaying every message since the
-    last /clear), and the result facts for the tool messages of `history`."""
-    ledger = Ledger()
+    last /clear, into ledgers made by `new_ledger`), and the result facts for the tool
+    messages of `history`."""
+    ledger = new_ledger()
     calls: dict[str, ToolCall] = {}
     metas: dict[str, Mapping[str, Any]] = {}
     for record in records:
         kind = record.get("type")
         if kind == "clear":
-            ledger = Ledger()
+            ledger = new_ledger()
         if kind != "message":
             continue
         message = Message.from_dict(record["message"])

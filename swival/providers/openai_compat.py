@@ -11,6 +11,8 @@ are ours (streaming.py), so each one is counted and bounded.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 from collections.abc import Iterator
@@ -30,7 +32,7 @@ LOCAL_API_KEY = "sk-local"  # the OpenAI client insists on some key; local serve
 
 def import_litellm() -> ModuleType:
     """Import litellm offline and quiet. Safe to call from several threads."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # never fetch the remote price map
     os.environ.setdefault("LITELLM_LOG", "ERROR")
     import litellm
 
@@ -105,10 +107,8 @@ def _close(stream: Any) -> None:
     for obj in (inner, getattr(inner, "response", None)):
         close = getattr(obj, "close", None)
         if callable(close):
-            try:
+            with contextlib.suppress(Exception):  # best effort on the way out
                 close()
-            except Exception:  # noqa: BLE001 - closing is best effort on the way out
-                pass
 
 
 class OpenAICompatProvider(StreamingProvider):
@@ -162,6 +162,8 @@ class OpenAICompatProvider(StreamingProvider):
             raise self._map_error(request, exc) from None
         finally:
             _close(stream)
+        if not _server_finished(stream, assembly) and (assembly.text or assembly.tools):
+            raise Transient("the stream ended before the reply was complete")
         yield assembly.completion()
 
     @staticmethod
@@ -184,14 +186,15 @@ class OpenAICompatProvider(StreamingProvider):
         return text
 
     def _map_error(self, request: ChatRequest, exc: Exception) -> Exception:
-        text = f"{type(exc).__name__}: {exc}"
+        text = _error_text(exc)
         overflow = classify_overflow(request, self.info.window.tokens, error_text=text)
         if overflow is not None:
             return overflow
+        if _refused(exc):
+            return Transient(_short(text), refused=True)
         status = getattr(exc, "status_code", None)
-        name = type(exc).__name__
-        if status is None or name in ("APIConnectionError", "Timeout"):
-            return Transient(_short(text), refused=_refused(exc))
+        if status is None or type(exc).__name__ in ("APIConnectionError", "Timeout"):
+            return Transient(_short(text))
         if status == 429 or status >= 500:
             return Transient(f"HTTP {status}: {_short(str(exc))}")
         if status in (401, 403):
@@ -207,10 +210,36 @@ class OpenAICompatProvider(StreamingProvider):
         return ProviderError(f"The server rejected the request (HTTP {status}): {_short(text)}")
 
 
+def _server_finished(stream: Any, assembly: _Assembly) -> bool:
+    """Did the server itself send a finish reason? litellm adds a synthetic "stop" to a
+    stream that ended without one, so ask its wrapper what it really received (an internal
+    attribute: when a litellm release lacks it, the chunks are trusted)."""
+    if assembly.finish_reason is None:
+        return False
+    received = getattr(stream, "received_finish_reason", "absent")
+    return received is not None or getattr(stream, "intermittent_finish_reason", None) is not None
+
+
+def _error_text(exc: BaseException) -> str:
+    """Everything the exception chain says, so the server's own error body is included
+    (litellm's top-level message drops fields such as llama.cpp's n_prompt_tokens)."""
+    parts: list[str] = []
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            break
+        parts.append(f"{type(seen).__name__}: {seen}")
+        body = getattr(seen, "body", None)
+        if body:
+            parts.append(json.dumps(body, default=str))
+        seen = seen.__cause__ or seen.__context__
+    return " | ".join(parts)
+
+
 def _refused(exc: BaseException) -> bool:
     """True when, somewhere down the cause chain, a TCP connection was refused."""
     seen: BaseException | None = exc
-    for _ in range(8):
+    for _ in range(12):
         if seen is None:
             return False
         if type(seen).__name__ in ("ConnectError", "ConnectionRefusedError"):

@@ -54,14 +54,14 @@ _OVERFLOW_TEXTS = (
     "contextwindowexceeded",
 )
 _NUMBER_PATTERNS_PROMPT = (
-    r'"?n_prompt_tokens"?\s*[:=]\s*(\d+)',
+    r"""["']?n_prompt_tokens["']?\s*[:=]\s*(\d+)""",
     r"resulted in (\d+) tokens",
     r"requested (\d+) tokens",
     r"keep the first (\d+) tokens",
     r"prompt(?: has| of)? (\d+) tokens",
 )
 _NUMBER_PATTERNS_WINDOW = (
-    r'"?n_ctx"?\s*[:=]\s*(\d+)',
+    r"""["']?n_ctx["']?\s*[:=]\s*(\d+)""",
     r"maximum context length is (\d+)",
     r"context length of (?:only )?(\d+)",
     r"context (?:size|window|length) (?:is |of )?(\d+)",

@@ -181,14 +181,8 @@ def _call_from_object(obj: Any, names: frozenset[str]) -> tuple[ToolCall, tuple[
 
 
 def _loads_lenient(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        fixed, stack, _ = _scan(text)
-        try:
-            return json.loads(fixed + "".join(reversed(stack)))
-        except json.JSONDecodeError:
-            return None
+    parsed = parse_arguments(text)
+    return parsed.value if parsed.error is None else None
 
 
 @dataclass

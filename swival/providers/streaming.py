@@ -55,15 +55,15 @@ class RetryPolicy:
         return float(min(self.max_wait, self.backoff * (2**attempt)))
 
 
-def unreachable_message(info: ProviderInfo) -> str:
+def unreachable_message(provider: str, url: str) -> str:
     """One paragraph naming the URL and what to start."""
     what = {
         "lmstudio": "Start LM Studio, load a model and enable its local server",
         "ollama": "Start Ollama (`ollama serve`)",
         "llamacpp": "Start llama-server (e.g. `llama-server -m model.gguf -c 16384 --jinja`)",
-    }.get(info.provider, "Start your OpenAI-compatible server")
+    }.get(provider, "Start your OpenAI-compatible server")
     return (
-        f"Nothing answers at {info.base_url} ({info.provider}). {what}, or point Swival "
+        f"Nothing answers at {url} ({provider}). {what}, or point Swival "
         "elsewhere with --base-url / --provider (lmstudio, ollama, llamacpp, generic)."
     )
 
@@ -118,7 +118,9 @@ class StreamingProvider:
                 return
             except Transient as exc:
                 if exc.refused and not self._succeeded:
-                    raise ProviderUnreachable(unreachable_message(self.info)) from None
+                    raise ProviderUnreachable(
+                        unreachable_message(self.info.provider, self.info.base_url)
+                    ) from None
                 if yielded:
                     raise TransientProviderError(
                         f"The connection to {self.info.base_url} dropped in the middle of a "
@@ -130,5 +132,5 @@ class StreamingProvider:
         raise TransientProviderError(
             f"{self.info.base_url} kept failing after {self.policy.retries + 1} attempts "
             f"({last}). Check that the server is healthy (not overloaded or out of memory), "
-            "then try again; --retries sets how often Swival retries."
+            "then try again; the `retries` setting says how often Swival retries."
         )

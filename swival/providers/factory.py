@@ -1,0 +1,143 @@
+"""Build the provider the settings ask for: resolve the URL, find the model and the real window.
+
+`connect(settings)` is the only entry point the rest of Swival needs. It never imports
+litellm (the import happens on the first OpenAI-compatible call, or earlier through
+`warm_up()` in a background thread), and its discovery probes are plain HTTP with short
+timeouts.
+
+Hosted models: with `--provider generic` and no `--base-url`, a litellm model string whose
+prefix names a hosted provider (`openrouter/...`, `openai/...`, `anthropic/...`) goes to that
+provider, with its usual API-key variable. With the default provider (lmstudio, not chosen
+explicitly) the same holds for every hosted prefix except `openai/`, because LM Studio model
+keys such as `openai/gpt-oss-20b` use it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from swival.config import Settings
+from swival.errors import ProviderError, ProviderUnreachable, UsageError
+from swival.providers.base import Provider, ProviderInfo, WindowInfo
+from swival.providers.discovery import (
+    Discovered,
+    Server,
+    discover_generic,
+    discover_llamacpp,
+    discover_lmstudio,
+    discover_ollama,
+)
+from swival.providers.http import ProbeError
+from swival.providers.ollama import OllamaProvider
+from swival.providers.openai_compat import CallConfig, OpenAICompatProvider, import_litellm
+from swival.providers.streaming import RetryPolicy, unreachable_message
+
+DEFAULT_URLS = {
+    "lmstudio": "http://127.0.0.1:1234",
+    "llamacpp": "http://127.0.0.1:8080",
+    "ollama": "http://127.0.0.1:11434",
+}
+HOSTED_PREFIXES = (
+    "openai", "openrouter", "anthropic", "gemini", "groq", "mistral", "deepseek", "xai",
+    "together_ai", "fireworks_ai", "cohere", "perplexity", "cerebras", "azure", "bedrock",
+    "vertex_ai",
+)
+CONFIGURED_WINDOW_SOURCE = "--max-context-tokens/config"
+
+_DISCOVER: dict[str, Callable[[Server, str | None], Discovered]] = {
+    "lmstudio": discover_lmstudio,
+    "llamacpp": discover_llamacpp,
+    "ollama": discover_ollama,
+    "generic": discover_generic,
+}
+
+
+def split_base_url(url: str) -> tuple[str, str]:
+    """(server root, OpenAI API base) from a root URL or its `/v1` URL; adds http:// if absent."""
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    parts = urlsplit(url)
+    if not parts.netloc:
+        raise UsageError(f"--base-url {url!r} is not a URL; give e.g. http://127.0.0.1:1234.")
+    if url.endswith("/v1"):
+        return url[:-3], url
+    return url, url + "/v1"
+
+
+def hosted_model(settings: Settings) -> bool:
+    """Whether `settings.model` is a hosted litellm model string to send to its provider."""
+    if settings.base_url or not settings.model or "/" not in settings.model:
+        return False
+    prefix = settings.model.split("/", 1)[0]
+    if settings.provider == "generic":
+        return prefix in HOSTED_PREFIXES
+    chosen = "provider" in settings.sources
+    return settings.provider == "lmstudio" and not chosen and prefix in HOSTED_PREFIXES[1:]
+
+
+def _configured_window(settings: Settings, found: WindowInfo) -> WindowInfo:
+    if settings.max_context_tokens is not None:
+        return WindowInfo(settings.max_context_tokens, CONFIGURED_WINDOW_SOURCE)
+    return found
+
+
+def _hosted(settings: Settings, policy: RetryPolicy) -> Provider:
+    model = str(settings.model)
+    window = _configured_window(
+        settings, WindowInfo(None, "hosted model; set --max-context-tokens to use its window"))
+    info = ProviderInfo(model.split("/", 1)[0], "(hosted)", model, window, "configured")
+    call = CallConfig(model, None, settings.api_key, settings.request_timeout)
+    return OpenAICompatProvider(info, policy, call)
+
+
+def _discover(kind: str, server: Server, model: str | None, shown_url: str) -> Discovered:
+    try:
+        return _DISCOVER[kind](server, model)
+    except ProbeError as exc:
+        if exc.unreachable:
+            raise ProviderUnreachable(unreachable_message(kind, shown_url)) from None
+        raise ProviderError(
+            f"{exc.url} answered, but not as a {kind} server does ({exc.detail[:200]}). Check "
+            "--provider and --base-url."
+        ) from None
+
+
+def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
+    """A ready provider for `settings`, with `.info` (model, window and their sources) filled.
+
+    Raises ProviderUnreachable when nothing answers, ModelNotFound when no model is loaded
+    or the named one is missing, UsageError for a generic provider without a URL.
+    """
+    policy = policy or RetryPolicy(retries=settings.retries)
+    if hosted_model(settings):
+        return _hosted(settings, policy)
+    kind = settings.provider
+    if settings.base_url is None and kind not in DEFAULT_URLS:
+        raise UsageError(
+            "--provider generic needs --base-url (the server's root or its /v1 URL), or a "
+            "hosted litellm model string such as --model openrouter/qwen/qwen-2.5-coder-32b-"
+            "instruct with OPENROUTER_API_KEY set."
+        )
+    root, api_base = split_base_url(settings.base_url or DEFAULT_URLS[kind])
+    shown = api_base if kind == "generic" else root
+    found = _discover(kind, Server(root, api_base, settings.api_key), settings.model, shown)
+    window = _configured_window(settings, found.window)
+    info = ProviderInfo(kind, shown, found.model, window, found.model_source)
+    if kind == "ollama":
+        return OllamaProvider(info, policy, window.budget_tokens, settings.request_timeout)
+    call = CallConfig("openai/" + found.model, api_base, settings.api_key,
+                      settings.request_timeout)
+    return OpenAICompatProvider(info, policy, call)
+
+
+def warm_up() -> None:
+    """Import litellm (offline, quiet) ahead of the first call; meant for a background thread.
+
+    Never raises: a failed import shows up, with its real error, on the first model call.
+    """
+    try:
+        import_litellm()
+    except Exception:  # noqa: BLE001 - see docstring
+        return
