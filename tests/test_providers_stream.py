@@ -24,7 +24,7 @@ from swival.errors import (
 )
 from swival.messages import Message, ToolCall
 from swival.providers.base import ChatRequest, Completion, Provider, TextChunk
-from swival.providers.factory import connect, warm_up
+from swival.providers.factory import connect
 from swival.providers.streaming import RetryPolicy
 from tests.fakeserver import FakeServer, Reply, error, text, tool, tools
 
@@ -226,15 +226,22 @@ def test_ctrl_c_closes_the_connection_at_once(fake_server: Make, kind: str) -> N
     server = fake_server(kind=kind)
     server.script(Reply(text="never", mode="hang", hang=20))
     provider = provider_for(server)
-    warm_up()  # the interrupt must land on the request, not inside litellm's import
     main = threading.main_thread().ident
     assert main is not None and threading.get_ident() == main
-    timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
-    start = time.monotonic()
-    timer.start()
+
+    sent_at: list[float] = []
+
+    def interrupt_once_the_request_is_in() -> None:
+        while not server.requests:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        sent_at.append(time.monotonic())
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_the_request_is_in, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         run(provider, ask())
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - sent_at[0] < 1.0
     deadline = time.monotonic() + 2
     while server.disconnects == 0 and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -1,0 +1,184 @@
+"""Fault injection: each fault has a defined outcome, a clear message, and leaves an intact,
+valid transcript. The installed `swival` runs against the loopback FakeServer."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swival.context.transcript import replay
+from tests.e2e import assert_valid_chat, run_swival, swival_command
+from tests.fakeserver import Reply, error, text, tool
+
+SECRET = "sk-test-9f8e7d6c5b4a39281706"
+
+
+def transcripts(root: Path) -> list[Path]:
+    return sorted((root / ".swival" / "sessions").glob("*.jsonl"))
+
+
+def assert_transcript_intact(root: Path) -> None:
+    """Every line is JSON and the history it rebuilds is valid chat."""
+    found = transcripts(root)
+    assert found, "a transcript was written"
+    for path in found:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            json.loads(line)
+        assert_valid_chat([m.to_dict() for m in replay(path).history])
+
+
+def test_server_dies_mid_stream_then_recovers(fake_server: Any, tmp_path: Path) -> None:
+    server = fake_server(kind="llamacpp").script(Reply(mode="die"), text("recovered"))
+    result = run_swival(server, tmp_path, "-p", "hi")
+    assert (result.returncode, result.stdout) == (0, "recovered\n")
+    assert len(server.requests) == 2
+    assert_transcript_intact(tmp_path)
+
+
+def test_server_keeps_dying_gives_a_clear_error(fake_server: Any, tmp_path: Path) -> None:
+    server = fake_server(kind="llamacpp").script(*[Reply(mode="die")] * 3)
+    result = run_swival(server, tmp_path, "--retries", "2", "-p", "hi")
+    assert result.returncode == 1
+    assert server.url in result.stderr and "attempts" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert_transcript_intact(tmp_path)
+
+
+def test_bursts_of_429_and_500_are_retried(fake_server: Any, tmp_path: Path) -> None:
+    server = fake_server(kind="lmstudio").script(
+        error(429, "slow down"), error(500, "oops"), error(503, "busy"), text("finally"))
+    result = run_swival(server, tmp_path, "-p", "hi")
+    assert (result.returncode, result.stdout) == (0, "finally\n")
+    assert len(server.requests) == 4
+
+
+def test_hanging_server_times_out_with_a_clear_message(fake_server: Any, tmp_path: Path,
+                                                       ) -> None:
+    server = fake_server(kind="llamacpp").script(*[Reply(mode="hang", hang=20)] * 2)
+    started = time.monotonic()
+    result = run_swival(server, tmp_path, "--request-timeout", "1", "--retries", "1", "-p",
+                        "hi")
+    assert result.returncode == 1
+    assert time.monotonic() - started < 30
+    assert "Traceback" not in result.stderr and server.url in result.stderr
+    assert_transcript_intact(tmp_path)
+
+
+@pytest.mark.parametrize("mode", ["malformed", "truncated"])
+def test_broken_bodies_are_retried(fake_server: Any, tmp_path: Path, mode: str) -> None:
+    server = fake_server(kind="llamacpp").script(Reply(text="partial answer", mode=mode),
+                                                 text("clean answer"))
+    result = run_swival(server, tmp_path, "-p", "hi")
+    assert result.returncode in (0, 1), result.stderr
+    assert "Traceback" not in result.stderr
+    if result.returncode == 0:
+        assert result.stdout.strip() in ("clean answer", "partial answer")
+    else:
+        assert server.url in result.stderr
+    assert_transcript_intact(tmp_path)
+
+
+def test_invalid_tool_arguments_go_back_to_the_model(fake_server: Any, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    server = fake_server(kind="llamacpp").script(
+        Reply(tool_calls=(("read_file", '{"file_path": "a.txt"'),)),   # repairable
+        Reply(tool_calls=(("read_file", '{"file_path": a.txt, offset: }'),)),  # not
+        Reply(tool_calls=(("read_fil", {"file_path": "a.txt"}),)),     # unknown name
+        text("done"))
+    result = run_swival(server, tmp_path, "-p", "read a.txt")
+    assert (result.returncode, result.stdout) == (0, "done\n"), result.stderr
+    results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert "alpha" in results[0]
+    assert results[1].startswith("error:") and "JSON" in results[1]
+    assert "Did you mean `read_file`" in results[2]
+    assert_transcript_intact(tmp_path)
+
+
+def _small_files_limit() -> None:
+    """Files may not grow past 64 KB: writing more fails with EFBIG, like a full disk."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64_000, 64_000))
+
+
+def test_spilling_output_to_a_full_disk(fake_server: Any, tmp_path: Path) -> None:
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command="seq 1 200000"), text("saw the numbers"))
+    result = run_swival(server, tmp_path, "--yolo", "-p", "count",
+                        preexec_fn=_small_files_limit)
+    assert (result.returncode, result.stdout) == (0, "saw the numbers\n"), result.stderr
+    output = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"][0]
+    assert "200000" in output, "the tail of the output still reaches the model"
+    assert "1\n2\n3" in output, "and its head"
+    assert_transcript_intact(tmp_path)
+
+
+def test_sigterm_mid_turn_stops_cleanly(fake_server: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command=f"sleep 100 & echo $! > {marker}; wait"), text("never"))
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / ".xdg"), "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [*swival_command(), "--provider", "llamacpp", "--base-url", server.url, "--yolo",
+         "-p", "sleep"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not marker.exists() or not marker.read_text().strip():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    child = int(marker.read_text())
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert "terminated" in err and "Traceback" not in err
+    time.sleep(0.3)
+    state = Path(f"/proc/{child}/stat")
+    assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    assert_transcript_intact(tmp_path)
+
+
+def test_no_api_key_leaks_into_any_artefact(fake_server: Any, tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command="env"),
+        tool("run_command", command=f"echo key={SECRET}"),
+        error(401, f"bad key {SECRET}"), error(401, f"bad key {SECRET}"))
+    result = run_swival(server, tmp_path, "--yolo", "--json", "--retries", "0",
+                        "--api-key", SECRET, "-p", "print the environment",
+                        env={"OPENROUTER_API_KEY": SECRET})
+    artefacts = [result.stdout, result.stderr]
+    artefacts += [p.read_text(errors="replace") for p in (tmp_path / ".swival").rglob("*")
+                  if p.is_file()]
+    artefacts += [json.dumps(r) for r in server.requests]
+    assert all(SECRET not in text_ for text_ in artefacts)
+    assert "[redacted]" in json.dumps(server.requests[-1])
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "/etc/hostname", "link/secret.txt",
+                                  "sub/../../outside.txt", ".git/config"])
+def test_path_escapes_are_refused(fake_server: Any, tmp_path: Path, path: str) -> None:
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (tmp_path / "outside.txt").write_text("outside secret\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret.txt").write_text("linked secret\n")
+    (project / "link").symlink_to(tmp_path / "elsewhere")
+    server = fake_server(kind="llamacpp").script(
+        tool("read_file", file_path=path),
+        tool("write_file", file_path=path, content="overwritten"),
+        tool("edit_file", file_path=path, old_string="secret", new_string="pwned"),
+        text("done"))
+    result = run_swival(server, project, "--yolo", "-p", "escape")
+    assert result.returncode == 0, result.stderr
+    results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert all(r.startswith("error:") for r in results), results
+    assert "secret" not in results[0]
+    assert (tmp_path / "outside.txt").read_text() == "outside secret\n"
+    assert (tmp_path / "elsewhere" / "secret.txt").read_text() == "linked secret\n"
