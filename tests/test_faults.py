@@ -108,16 +108,29 @@ def _small_files_limit() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (64_000, 64_000))
 
 
-def test_spilling_output_to_a_full_disk(fake_server: Any, tmp_path: Path) -> None:
+def test_disk_fills_while_output_is_captured(fake_server: Any, tmp_path: Path) -> None:
+    """Simulated with a 64 KB file-size limit: the command's output capture and the spill
+    both hit it. The model still gets the head of the output and what went wrong."""
     server = fake_server(kind="llamacpp").script(
         tool("run_command", command="seq 1 200000"), text("saw the numbers"))
     result = run_swival(server, tmp_path, "--yolo", "-p", "count",
                         preexec_fn=_small_files_limit)
     assert (result.returncode, result.stdout) == (0, "saw the numbers\n"), result.stderr
     output = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"][0]
-    assert "200000" in output, "the tail of the output still reaches the model"
-    assert "1\n2\n3" in output, "and its head"
+    assert output.startswith("1\n2\n3\n")
+    assert "SIGXFSZ" in output or "No space" in output or "too large" in output
     assert_transcript_intact(tmp_path)
+
+
+def test_spill_directory_unusable(fake_server: Any, tmp_path: Path) -> None:
+    (tmp_path / ".swival").mkdir()
+    (tmp_path / ".swival" / "out").write_text("a file where the spill directory should be")
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command="seq 1 50000"), text("saw the numbers"))
+    result = run_swival(server, tmp_path, "--yolo", "-p", "count")
+    assert (result.returncode, result.stdout) == (0, "saw the numbers\n"), result.stderr
+    output = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"][0]
+    assert output.startswith("1\n2\n3\n") and "50000" in output, "head and tail"
 
 
 def test_sigterm_mid_turn_stops_cleanly(fake_server: Any, tmp_path: Path) -> None:
@@ -148,7 +161,7 @@ def test_no_api_key_leaks_into_any_artefact(fake_server: Any, tmp_path: Path) ->
     (tmp_path / ".git").mkdir()
     server = fake_server(kind="llamacpp").script(
         tool("run_command", command="env"),
-        tool("run_command", command=f"echo key={SECRET}"),
+        tool("run_command", command="echo key=$OPENROUTER_API_KEY"),
         error(401, f"bad key {SECRET}"), error(401, f"bad key {SECRET}"))
     result = run_swival(server, tmp_path, "--yolo", "--json", "--retries", "0",
                         "--api-key", SECRET, "-p", "print the environment",
@@ -179,6 +192,6 @@ def test_path_escapes_are_refused(fake_server: Any, tmp_path: Path, path: str) -
     assert result.returncode == 0, result.stderr
     results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
     assert all(r.startswith("error:") for r in results), results
-    assert "secret" not in results[0]
+    assert "outside secret" not in results[0] and "linked secret" not in results[0]
     assert (tmp_path / "outside.txt").read_text() == "outside secret\n"
     assert (tmp_path / "elsewhere" / "secret.txt").read_text() == "linked secret\n"
