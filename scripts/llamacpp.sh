@@ -99,7 +99,8 @@ case "$cmd" in
         build_server
         model="$(fetch_model)"
         log "serving $model on http://127.0.0.1:${PORT:-8080} (-c ${CTX:-8192}); Ctrl-C to stop"
-        exec "$BIN" -m "$model" --host 127.0.0.1 --port "${PORT:-8080}" -c "${CTX:-8192}" --jinja
+        exec "$BIN" -m "$model" --alias smollm2-135m-instruct --host 127.0.0.1 \
+            --port "${PORT:-8080}" -c "${CTX:-8192}" --jinja
         ;;
     *)
         echo "usage: $0 [build|paths|test|serve]" >&2

@@ -66,7 +66,7 @@ def live_url() -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
         [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-         "-c", str(WINDOW), "--jinja", "-t", "2", "-np", "1"],
+         "-c", str(WINDOW), "--jinja", "-t", "2", "-np", "1", "--alias", "smollm2-135m"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
@@ -118,3 +118,17 @@ def test_live_overflow_is_classified(provider: Provider) -> None:
           f"window={err.value.window}: {err.value}")
     assert err.value.kind == "rejected" and err.value.window == WINDOW
     assert err.value.prompt_tokens is not None and err.value.prompt_tokens > WINDOW
+
+
+def test_tool_schemas_the_template_ignores_are_not_an_overflow(provider: Provider) -> None:
+    # SmolLM2's chat template does not render tools, so the server counts far fewer prompt
+    # tokens than we send; that must not be mistaken for a silently truncated prompt.
+    tools = [{"type": "function", "function": {
+        "name": f"tool_{i}", "description": "Does one thing to one file, carefully. " * 5,
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}
+        for i in range(6)]
+    request = ChatRequest([Message("user", "Say hello.")], tools=tools, max_output_tokens=16,
+                          estimated_prompt_tokens=450)
+    done = [item for item in provider.stream(request) if isinstance(item, Completion)][0]
+    print(f"\nlive with ignored tools: usage={done.usage}")
+    assert done.usage is not None and done.usage.prompt_tokens < 225

@@ -107,6 +107,18 @@ def test_count_far_below_estimate_is_truncation_when_counts_include_cache() -> N
     assert err is not None and err.kind == "truncated"
 
 
+def test_template_that_drops_tool_schemas_is_not_truncation() -> None:
+    # Seen live: SmolLM2 on llama.cpp reports 32 prompt tokens for ~1138 with tool schemas.
+    assert classify_overflow(request(estimate=1138), 8192,
+                             completion=done("Paris.", (32, 8))) is None
+
+
+def test_runaway_reply_filling_the_window_is_not_an_overflow() -> None:
+    reply = done("la la la", (1100, 7092), "length")
+    assert classify_overflow(request(estimate=1138, max_out=7054), 8192,
+                             completion=reply) is None
+
+
 def test_count_close_to_estimate_is_fine() -> None:
     # Tokenizers differ: 4500 reported for our 6000 is within the tolerance.
     assert classify_overflow(request(estimate=6000), 8192,

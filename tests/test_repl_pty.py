@@ -16,7 +16,7 @@ import pytest
 pexpect = pytest.importorskip("pexpect")
 fakeserver = pytest.importorskip("tests.fakeserver")
 
-PROMPT = "› "
+PROMPT = "›"  # the space after it is drawn as a cursor move
 SWIVAL = shutil.which("swival")
 pytestmark = [
     pytest.mark.skipif(SWIVAL is None, reason="install first: pip install -e . --no-deps"),
@@ -39,7 +39,8 @@ def project(tmp_path: Path) -> Path:
 
 def spawn(server: object, project: Path, *extra: str) -> object:
     env = {**os.environ, "HOME": str(project), "XDG_CONFIG_HOME": str(project / ".config"),
-           "NO_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+           "NO_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40",
+           "PROMPT_TOOLKIT_NO_CPR": "1"}
     child = pexpect.spawn(SWIVAL, ["--provider", "llamacpp", "--base-url", server.url,
                                    "--commands", "all", *extra],
                           cwd=str(project), env=env, encoding="utf-8", dimensions=(40, 120),
@@ -152,6 +153,7 @@ def test_continue_resumes_the_last_session(server: object, project: Path) -> Non
     server.script(fakeserver.Reply(text="Second answer."))
     ask(child, "what was the word?")
     child.expect_exact("Second answer.")
+    child.expect_exact(PROMPT)
     child.sendcontrol("d")
     child.expect(pexpect.EOF)
     last = server.requests[-1]

@@ -23,9 +23,18 @@ Shapes and their `kind`:
   more than 10 % (so the prompt cannot have fitted whatever the tokenizer) and the server
   still answered. A reported count far *below* our estimate is used as evidence only when
   the server's count includes cached tokens (``counts_include_cache``, true for
-  OpenAI-compatible servers): then a count under half of an estimate of at least 1024 tokens
-  means the server dropped part of the prompt. Ollama's ``prompt_eval_count`` excludes cached
-  tokens, so its provider passes False and only rules (1) and (2) apply.
+  OpenAI-compatible servers) and our estimate fills at least half of the window (a server
+  only cuts a prompt that is large for its window): then a count under half of our estimate
+  means the server dropped part of the prompt — typically a real window smaller than the one
+  we detected. Small prompts are exempt because a count far below our estimate is normal
+  there: a chat template that does not render tool schemas (SmolLM2's on llama.cpp reports 32
+  prompt tokens for a request that carries 900 tokens of tools) is not a truncation, and
+  compacting would not help. Ollama's ``prompt_eval_count`` excludes cached tokens, so its
+  provider passes False and only rules (1) and (2) apply.
+
+A ``finish_reason == "length"`` reply whose *prompt* holds under half of the window is a
+runaway reply, not a full context: compaction would not help, so it is returned as a normal
+(cut) reply.
 """
 
 from __future__ import annotations
@@ -39,7 +48,8 @@ PINNED_SHARE = 0.97  # a prompt count at this share of the window is "at the win
 EMPTY_SHARE = 0.80  # an empty reply with our estimate above this share is an overflow
 OVER_SHARE = 1.10  # our estimate above the window by this much cannot have fitted
 FAR_BELOW_SHARE = 0.5  # server count under this share of our estimate: part was dropped
-FAR_BELOW_MIN_ESTIMATE = 1024
+FAR_BELOW_MIN_SHARE = 0.5  # ...and only when our estimate fills this share of the window
+RUNAWAY_PROMPT_SHARE = 0.5  # a length stop with a prompt under this share is a runaway reply
 
 _OVERFLOW_TEXTS = (
     "exceed_context_size_error",
@@ -108,7 +118,8 @@ def _from_completion(
 
     if completion.finish_reason == "length" and usage is not None:
         total = usage.prompt_tokens + usage.completion_tokens
-        if window is not None and total >= PINNED_SHARE * window:
+        if (window is not None and total >= PINNED_SHARE * window
+                and usage.prompt_tokens >= RUNAWAY_PROMPT_SHARE * window):
             return ContextOverflowError(
                 f"The context window is full: prompt and reply reached {total} of {window} "
                 "tokens before the reply was finished.",
@@ -142,7 +153,7 @@ def _truncation(
     elif (
         counts_include_cache
         and reported is not None
-        and estimate >= FAR_BELOW_MIN_ESTIMATE
+        and estimate >= FAR_BELOW_MIN_SHARE * window
         and reported < FAR_BELOW_SHARE * estimate
     ):
         why = f"the server counted only {reported} of about {estimate} prompt tokens"
