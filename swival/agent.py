@@ -76,7 +76,8 @@ class Agent:
         self.tool_ctx = tool_ctx
         self.config = config
         self._pending: list[ToolCall] = []
-        self._turn = 0
+        self._turn = 0  # model calls in the current request (for --max-turns)
+        self._clock = 0  # model calls in the whole session (what the context engine sees)
         self._calls = 0
         self._usage = Usage()
 
@@ -90,17 +91,18 @@ class Agent:
         self._turn, self._calls, self._usage = 0, 0, Usage()
         while self._turn < self.config.max_turns:
             self._turn += 1
+            self._clock += 1
             completion = yield from self._call_model()
             message = completion.message
             self.context.add_assistant(message)
             if not message.tool_calls:
-                yield from self.context.end_turn(self._turn)
+                yield from self.context.end_turn(self._clock)
                 yield self._finished(message.content, "done")
                 return
             self._pending = list(message.tool_calls)
             while self._pending:
                 yield from self._run_tool(self._pending[0])
-            yield from self.context.after_tool_batch(self._turn)
+            yield from self.context.after_tool_batch(self._clock)
         yield self._finished(
             f"Stopped after {self.config.max_turns} model calls without a final answer "
             "(raise --max-turns to allow more).",
@@ -129,7 +131,7 @@ class Agent:
     def _call_model(self) -> Generator[Event, None, Completion]:
         """Send the prepared context; compact and retry when the server reports an overflow."""
         for _ in range(MAX_OVERFLOW_RETRIES + 1):
-            prepared = self.context.prepare(self._turn)
+            prepared = self.context.prepare(self._clock)
             yield from prepared.events
             request = ChatRequest(
                 messages=prepared.messages,
@@ -147,7 +149,7 @@ class Agent:
                     else:
                         completion = item
             except ContextOverflowError as error:
-                yield from self.context.on_overflow(error, self._turn)
+                yield from self.context.on_overflow(error, self._clock)
                 continue
             assert completion is not None  # the protocol ends every stream with one
             if completion.usage is not None:
@@ -170,7 +172,7 @@ class Agent:
         if self.config.secrets:
             result = replace(result, content=redact(result.content, self.config.secrets))
         if result.effect is not None:
-            result, events = self.context.apply_effect(call, result, self._turn)
+            result, events = self.context.apply_effect(call, result, self._clock)
             yield from events
         shown = self.context.add_tool_result(
             call, result, read_only=self.tools.is_read_only(call.name)

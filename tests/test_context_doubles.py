@@ -96,6 +96,9 @@ class FakeScope:
     def restored(self, new_history_len: int) -> None:
         self.checkpoint, self.dirty = None, False
 
+    def rewritten(self) -> None:
+        self.checkpoint = None
+
     def reset(self) -> None:
         self.checkpoint, self.dirty = None, False
 

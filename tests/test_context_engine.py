@@ -271,9 +271,17 @@ def test_proactive_summaries_store_checkpoints() -> None:
     engine, knowledge = make_engine(window=16384, proactive=True,
                                     summarize=lambda i, m: "checkpoint recap")
     engine.add_user("long task")
-    for n in range(1, 12):
+    for n in range(1, 10):
         tool_turn(engine, n, "run_command", "ok")
-    engine.end_turn(5)
+    engine.end_turn(9)
     assert knowledge.checkpoints == []
-    engine.end_turn(11)
+    tool_turn(engine, 10, "run_command", "ok")  # inside one long request, every 10 calls
     assert knowledge.checkpoints == ["checkpoint recap"]
+    for n in range(11, 20):
+        tool_turn(engine, n, "run_command", "ok")
+    engine.end_turn(19)
+    assert knowledge.checkpoints == ["checkpoint recap"]
+    engine.end_turn(20)
+    assert knowledge.checkpoints == ["checkpoint recap"] * 2
+
+

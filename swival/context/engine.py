@@ -104,6 +104,7 @@ class ContextEngine(SnapshotOps, Compacting):
         notes = self.knowledge.tail_notes(turn)
         if notes:
             self._attach_notes(notes)
+        self._proactive(turn)
         return self._gate(turn, "after tool results")
 
     def _attach_notes(self, notes: list[str]) -> None:
@@ -168,17 +169,23 @@ class ContextEngine(SnapshotOps, Compacting):
     # ----- between turns and on request ----------------------------------------------------
 
     def end_turn(self, turn: int) -> list[Compacted]:
-        """Between user turns: every PROACTIVE_EVERY turns (when enabled) summarize the
-        new part of the history into a checkpoint, and consolidate the store."""
+        """Between user requests: the proactive checkpoint, if one is due."""
+        self._proactive(turn)
+        return []
+
+    def _proactive(self, turn: int) -> None:
+        """Every PROACTIVE_EVERY model calls (when enabled), summarize the new part of the
+        history into a checkpoint and consolidate the store. `turn` counts model calls
+        over the whole session, so checkpoints also happen inside one long request."""
         state = self._state
         if not (self.settings.proactive_summaries and self.summarize):
-            return []
+            return
         if turn - state.checkpoint_turn < PROACTIVE_EVERY:
-            return []
+            return
         fresh = self._history[state.checkpoint_index:]
         state.checkpoint_turn = turn
         if not fresh:
-            return []
+            return
         text = self._recapper().recap(fresh, None)
         if text:
             self.knowledge.add_checkpoint(text, turn)
@@ -189,7 +196,6 @@ class ContextEngine(SnapshotOps, Compacting):
                 [Message(role="user", content=t) for t in oldest], None)
             if merged:
                 self.knowledge.replace_oldest(merged, len(oldest))
-        return []
 
     def compact(self, level: int, reason: str, turn: int) -> Compacted | None:
         """/compact (level 1) and /compact --drop (levels 1 then 2): one event with the

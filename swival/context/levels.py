@@ -61,6 +61,8 @@ class Compacting(EngineCore):
         # Level 1 drops no turn, so the pinned block is left as it was: re-rendering it
         # (the ledger moves on every command) would make the server re-read everything.
         self._rewrite(new, recap, repin=level > 1)
+        if level > 1:
+            self.scope.rewritten()  # dropped turns: stored checkpoint indexes are stale
         event = Compacted(level, reason, before, self.estimate(), turn)
         if self._transcript:
             self._transcript.compacted(event)

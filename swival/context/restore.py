@@ -55,7 +55,11 @@ class SnapshotOps(EngineCore):
         collapsed = len(self._history) - start
         before = self.estimate()
         stored = self.knowledge.add_snapshot_summary(label, summary, turn)
-        new = self._collapse(self._history, start, stored)
+        # The summary itself is pinned (re-rendered by the rewrite below); the collapsed
+        # history only points at it, so it is not paid for twice.
+        pointer = (f"[Snapshot summary{f' {label!r}' if label else ''} is pinned at the top "
+                   "of the conversation.]")
+        new = self._collapse(self._history, start, pointer if stored else summary)
         self._rewrite(new, self._state.recap)
         self._state.last_level = 0
         self.scope.restored(len(new))
