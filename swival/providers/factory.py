@@ -29,7 +29,6 @@ from swival.providers.discovery import (
     discover_ollama,
 )
 from swival.providers.http import ProbeError
-from swival.providers.ollama import OllamaProvider
 from swival.providers.openai_compat import CallConfig, OpenAICompatProvider, import_litellm
 from swival.providers.streaming import RetryPolicy, unreachable_message
 
@@ -126,6 +125,8 @@ def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
     window = _configured_window(settings, found.window)
     info = ProviderInfo(kind, shown, found.model, window, found.model_source)
     if kind == "ollama":
+        from swival.providers.ollama import OllamaProvider  # httpx: only Ollama pays for it
+
         return OllamaProvider(info, policy, window.budget_tokens, settings.request_timeout)
     call = CallConfig("openai/" + found.model, api_base, settings.api_key,
                       settings.request_timeout)
