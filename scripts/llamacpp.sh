@@ -5,6 +5,7 @@
 #
 #   scripts/llamacpp.sh build     # build + fetch model only (prints the paths)
 #   scripts/llamacpp.sh test      # build if needed, then: pytest -m llamacpp tests/test_llamacpp_live.py
+#   scripts/llamacpp.sh demo      # build if needed, serve, run one `swival --prompt` task, stop
 #   scripts/llamacpp.sh serve     # build if needed, then serve on 127.0.0.1:${PORT:-8080} (-c ${CTX:-8192})
 #   scripts/llamacpp.sh paths     # print SWIVAL_LLAMACPP_BIN / SWIVAL_LLAMACPP_MODEL exports
 #
@@ -124,8 +125,26 @@ case "$cmd" in
         exec "$BIN" -m "$model" --alias smollm2-135m-instruct --host 127.0.0.1 \
             --port "${PORT:-8080}" -c "${CTX:-8192}" --jinja
         ;;
+    demo)
+        # The whole loop on a real local server: start llama-server, run one Swival task,
+        # stop the server. SmolLM2-135M is far too small for real coding work; this only
+        # shows discovery, the window, streaming and a final answer on real hardware.
+        build_server
+        model="$(fetch_model)"
+        port="${PORT:-8089}"
+        "$BIN" -m "$model" --alias smollm2-135m-instruct --host 127.0.0.1 --port "$port" \
+            -c "${CTX:-8192}" --jinja >"$CACHE/demo-server.log" 2>&1 &
+        server_pid=$!
+        trap 'kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null' EXIT
+        for _ in $(seq 1 120); do
+            curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+            sleep 0.5
+        done
+        swival --provider llamacpp --base-url "http://127.0.0.1:$port" \
+            --prompt "${TASK:-What is the capital of France? Answer in one sentence.}"
+        ;;
     *)
-        echo "usage: $0 [build|paths|test|serve]" >&2
+        echo "usage: $0 [build|paths|test|serve|demo]" >&2
         exit 2
         ;;
 esac

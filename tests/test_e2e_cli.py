@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import assert_valid_chat, request_text, run_swival
-from tests.fakeserver import FakeServer, Reply, text, tool
+from tests.fakeserver import Reply, text, tool
 
 
 @pytest.fixture

@@ -36,6 +36,12 @@ _PARAMETER_TAG = re.compile(r"<parameter=([\w.-]+)>\n?(.*?)\n?</parameter>", re.
 _FENCE = re.compile(r"```(?:json|tool_call|tool)?\s*\n(.*?)\n?```", re.DOTALL)
 _EMPTY_TOOL_CALL_TAGS = re.compile(r"<tool_call>\s*</tool_call>|</?tool_call>")
 
+# Where a text-written call can begin: every span `recover_text_calls` removes starts at one
+# of these (a bare JSON object at any "{"). textgate.py holds streamed text back from them,
+# so keep this list in step with the patterns above.
+TEXT_CALL_MARKERS = ("<tool_call>", "</tool_call>", "<function=", "```", "{")
+FENCE_BLOCK = _FENCE  # a whole fenced block, for textgate.py
+
 
 @dataclass(frozen=True)
 class ParsedArguments:

@@ -5,14 +5,19 @@ raw Completion, raising `Transient` for failures worth retrying, `ContextOverflo
 overflow the server reported as an error, and any other `ProviderError` for the rest.
 `StreamingProvider.stream` wraps it:
 
-1. transient failures (connection errors, 429, 5xx, timeouts) are retried `retries` times with
-   exponential backoff, but only while nothing has been yielded: text already shown cannot be
-   taken back, so a connection that drops mid-reply ends in TransientProviderError at once;
-2. a connection refused before any call ever succeeded is ProviderUnreachable, not retried
+1. text passes through a `TextGate` (textgate.py): it streams live, except what could be a
+   tool call written as text, which is held until the reply is complete and repaired; then
+   whatever of it is still in the repaired content is yielded just before the Completion, so
+   the yielded text always adds up to the final content and recovered calls are never shown;
+2. transient failures (connection errors, 429, 5xx, timeouts) are retried `retries` times with
+   exponential backoff, but only while nothing has been yielded (held text does not count):
+   text already shown cannot be taken back, so a connection that drops mid-reply ends in
+   TransientProviderError at once;
+3. a connection refused before any call ever succeeded is ProviderUnreachable, not retried
    (the server is simply not running);
-3. the finished Completion is repaired (tool calls written as text, broken JSON arguments);
-4. `classify_overflow` turns a reply that hides an overflow into ContextOverflowError;
-5. an empty reply (no text, no tool calls, no overflow) is asked for once more, then
+4. the finished Completion is repaired (tool calls written as text, broken JSON arguments);
+5. `classify_overflow` turns a reply that hides an overflow into ContextOverflowError;
+6. an empty reply (no text, no tool calls, no overflow) is asked for once more, then
    EmptyResponseError.
 
 KeyboardInterrupt is never caught here: `_attempt` closes its connection in a `finally` and
@@ -33,6 +38,7 @@ from swival.errors import (
 from swival.providers.base import ChatRequest, ProviderInfo, StreamItem, TextChunk
 from swival.providers.overflow import classify_overflow
 from swival.providers.repair import repair_completion
+from swival.providers.textgate import TextGate
 
 
 class Transient(Exception):
@@ -84,8 +90,9 @@ class StreamingProvider:
     def stream(self, request: ChatRequest) -> Iterator[StreamItem]:
         """See `Provider.stream`; the steps are in the module docstring."""
         for _ in range(2):
+            gate = TextGate(request.tools)
             completion = None
-            for item in self._with_retries(request):
+            for item in self._with_retries(request, gate):
                 if isinstance(item, TextChunk):
                     yield item
                 else:
@@ -99,6 +106,9 @@ class StreamingProvider:
             if overflow is not None:
                 raise overflow
             if completion.message.content.strip() or completion.message.tool_calls:
+                rest, completion = gate.settle(completion)
+                if rest:
+                    yield TextChunk(rest)
                 yield completion
                 return
         raise EmptyResponseError(
@@ -106,12 +116,19 @@ class StreamingProvider:
             "larger model; small models sometimes stop at once on long prompts."
         )
 
-    def _with_retries(self, request: ChatRequest) -> Iterator[StreamItem]:
+    def _with_retries(self, request: ChatRequest, gate: TextGate) -> Iterator[StreamItem]:
+        """Run `_attempt` with retries, yielding the text `gate` lets through and the raw
+        Completion."""
         last = ""
         for attempt in range(self.policy.retries + 1):
+            gate.restart()  # a failed attempt's held text is dropped, never shown
             yielded = False
             try:
                 for item in self._attempt(request):
+                    if isinstance(item, TextChunk):
+                        item = TextChunk(gate.feed(item.text))
+                        if not item.text:
+                            continue
                     yielded = True
                     yield item
                 self._succeeded = True
