@@ -140,6 +140,9 @@ class NullScope:
     def restored(self, new_history_len: int) -> None:
         return None
 
+    def rewritten(self) -> None:
+        pass
+
     def reset(self) -> None:
         return None
 

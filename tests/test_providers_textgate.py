@@ -67,6 +67,8 @@ SAMPLES: dict[str, tuple[str, str, list[str]]] = {
     "unknown_tool_example": ('An example payload: {"name": "deploy", "arguments": '
                              '{"env": "prod"}} is what the CI sends.', "", []),
     "broken_json_in_prose": ('The key {"a" 1} is not valid JSON, fix the colon.', "", []),
+    "unknown_tool_in_tags": ("The model would send <tool_call>{\"name\": \"deploy\", "
+                             "\"arguments\": {}}</tool_call> here.", "", []),
     "tool_word_not_a_tag": ("Call <tools> and <function=unknown_fn> with care.", "", []),
 }
 
