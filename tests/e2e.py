@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,19 @@ def assert_valid_chat(messages: list[dict[str, Any]]) -> None:
             open_ids = [c["id"] for c in message.get("tool_calls") or []]
         previous = role
     assert not open_ids
+
+
+def alive(pid: int, wait: float = 3.0) -> bool:
+    """Whether `pid` still runs after up to `wait` seconds. A zombie (killed, not yet reaped
+    by an init that may never reap it in a container) counts as gone."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.05)

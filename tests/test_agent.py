@@ -18,6 +18,7 @@ from swival.prompts import system_prompt
 from swival.tools.base import Tool, ToolContext, ToolSpec
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
+from tests.e2e import assert_valid_chat
 from tests.scripted import ScriptedProvider, call, calls, reply
 
 
@@ -47,24 +48,6 @@ def run(agent: Agent, text: str) -> list[Event]:
     return events
 
 
-def assert_valid_conversation(messages: list[dict[str, Any]]) -> None:
-    """Every tool call answered exactly once, no orphan results, roles alternate."""
-    open_ids: list[str] = []
-    previous = None
-    for message in messages:
-        role = message["role"]
-        if role == "tool":
-            assert message["tool_call_id"] in open_ids, message
-            open_ids.remove(message["tool_call_id"])
-        else:
-            assert not open_ids, f"unanswered calls {open_ids} before a {role} message"
-            assert not (role == previous == "user"), "two user messages in a row"
-        if role == "assistant":
-            open_ids = [c["id"] for c in message.get("tool_calls", [])]
-        previous = role
-    assert not open_ids
-
-
 def test_read_edit_run_answer(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("print('hello')\n")
     agent, provider = make_agent(tmp_path, [
@@ -86,7 +69,7 @@ def test_read_edit_run_answer(tmp_path: Path) -> None:
     last = [m.to_dict() for m in provider.requests[-1].messages]
     assert last[0]["role"] == "system" and last[1] == {"role": "user",
                                                       "content": "make it say bye"}
-    assert_valid_conversation(last)
+    assert_valid_chat(last)
     assert all(len(r.tools) == len(default_tools()) for r in provider.requests)
 
 
@@ -133,7 +116,7 @@ def test_interrupt_during_a_tool_answers_every_pending_call(tmp_path: Path) -> N
     assert isinstance(finished, TurnFinished) and finished.reason == "interrupted"
     run(agent, "and now?")
     sent = [m.to_dict() for m in provider.requests[-1].messages]
-    assert_valid_conversation(sent)
+    assert_valid_chat(sent)
     interrupted = [m for m in sent if m["role"] == "tool" and "interrupted" in m["content"]]
     assert len(interrupted) == 2
 
@@ -142,7 +125,7 @@ def test_interrupt_during_the_model_call_keeps_roles_alternating(tmp_path: Path)
     agent, provider = make_agent(tmp_path, [KeyboardInterrupt(), reply("fine")])
     assert run(agent, "first")[-1].reason == "interrupted"  # type: ignore[union-attr]
     assert run(agent, "second")[-1].answer == "fine"  # type: ignore[union-attr]
-    assert_valid_conversation([m.to_dict() for m in provider.requests[-1].messages])
+    assert_valid_chat([m.to_dict() for m in provider.requests[-1].messages])
 
 
 def test_overflow_reported_by_the_server_compacts_and_retries(tmp_path: Path) -> None:
@@ -188,4 +171,4 @@ def test_every_request_fits_the_window(tmp_path: Path, window: int) -> None:
     for request in provider.requests:
         tokens = counter.messages(request.messages) + counter.schemas(request.tools)
         assert tokens + request.max_output_tokens <= window
-        assert_valid_conversation([m.to_dict() for m in request.messages])
+        assert_valid_chat([m.to_dict() for m in request.messages])

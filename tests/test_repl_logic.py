@@ -22,26 +22,11 @@ from swival.errors import TransientProviderError
 from swival.providers.base import ChatRequest
 from swival.repl import Repl, ReplIO, SlashAndPathCompleter
 from swival.session import Session, build_session
+from tests.e2e import alive
 from tests.scripted import ScriptedProvider, call, reply
 
 ESC_ENTER = "\x1b\r"
 CTRL_C, CTRL_D = "\x03", "\x04"
-
-
-def alive(pid: int, wait: float = 3.0) -> bool:
-    """Whether `pid` still runs after up to `wait` seconds. A zombie (killed, not yet reaped
-    by an init that may never reap it in a container) counts as gone."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return False
-        if state in ("Z", "X"):
-            return False
-        if time.monotonic() > deadline:
-            return True
-        time.sleep(0.05)
 
 
 def make_session(root: Path, provider: ScriptedProvider, commands: str = "all") -> Session:

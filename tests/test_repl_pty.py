@@ -15,6 +15,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 fakeserver = pytest.importorskip("tests.fakeserver")
+from tests.e2e import alive  # noqa: E402
 
 PROMPT = "›"  # the space after it is drawn as a cursor move
 SWIVAL = shutil.which("swival")
@@ -48,22 +49,6 @@ def spawn(server: object, project: Path, *extra: str) -> object:
     child.logfile_read = sys.stdout if os.environ.get("SWIVAL_PTY_LOG") else None
     child.expect_exact(PROMPT)
     return child
-
-
-def alive(pid: int, wait: float = 3.0) -> bool:
-    """Whether `pid` still runs after up to `wait` seconds. A zombie (killed, not yet reaped
-    by an init that may never reap it in a container) counts as gone."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return False
-        if state in ("Z", "X"):
-            return False
-        if time.monotonic() > deadline:
-            return True
-        time.sleep(0.05)
 
 
 def ask(child: object, text: str) -> None:
