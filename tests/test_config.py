@@ -119,3 +119,19 @@ def test_example_file_documents_every_key() -> None:
     text = example.read_text(encoding="utf-8")
     for key in KEYS:
         assert f"{key.name} =" in text, key.name
+
+
+def test_literal_key_in_a_project_file_inside_git_warns(tmp_path: Path,
+                                                        env: dict[str, str]) -> None:
+    from swival.config import literal_key_warning
+
+    _write(tmp_path / "swival.toml", 'api_key = "sk-literal-123456789"\n')
+    outside_git = load_settings({}, cwd=tmp_path, env=env)
+    assert literal_key_warning(outside_git) is None
+    (tmp_path / ".git").mkdir()
+    inside_git = load_settings({}, cwd=tmp_path, env=env)
+    warning = literal_key_warning(inside_git) or ""
+    assert "swival.toml" in warning and "environment variable" in warning
+    assert "sk-literal" not in warning
+    from_cli = load_settings({"api_key": "sk-from-cli-123456"}, cwd=tmp_path, env=env)
+    assert literal_key_warning(from_cli) is None

@@ -271,3 +271,17 @@ def test_transcript_replay_and_torn_line(tmp_path: Path) -> None:
     state = replay(path)
     assert [m.content for m in state.history] == ["b", "c"] and state.recap == "recap"
     assert len(new_session_id()) == len("20261123-121500-ab12")
+
+
+def test_shrink_with_nothing_kept_shrinks_every_turn() -> None:
+    from swival.messages import Message, ToolCall
+
+    history = [Message("user", "go")]
+    for i in range(2):
+        history.append(Message("assistant", "", tool_calls=(
+            ToolCall(f"c{i}", "read_file", {"file_path": f"f{i}"}),)))
+        history.append(Message("tool", "x" * 5000, tool_call_id=f"c{i}", name="read_file"))
+    kept = compaction.shrink(history, lambda m: None, keep=2)
+    assert [len(m.content) for m in kept if m.role == "tool"] == [5000, 5000]
+    shrunk = compaction.shrink(history, lambda m: None, keep=0)
+    assert all(len(m.content) < 500 for m in shrunk if m.role == "tool")

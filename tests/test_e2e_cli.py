@@ -167,3 +167,22 @@ def test_huge_file_and_huge_command_output_fit_8k(fake_server: Any, tmp_path: Pa
     assert all(len(r) < 8000 for r in results)
     spilled = list((tmp_path / ".swival").rglob("*"))
     assert any(p.is_file() and p.stat().st_size > 100_000 for p in spilled)
+
+
+def test_server_overflow_is_answered_by_compaction(fake_server: Any, tmp_path: Path) -> None:
+    """We were told 16K but the server runs 4K: its exceed_context_size_error teaches us the
+    real window, the engine compacts, and the retried request fits."""
+    for i in range(4):
+        (tmp_path / f"part{i}.txt").write_text(f"part {i} line\n" * 350)
+    server = fake_server(kind="llamacpp", window=4096).script(
+        *[tool("read_file", file_path=f"part{i}.txt") for i in range(4)],
+        *[text("All parts read.")] * 6)
+    result = run_swival(server, tmp_path, "--max-context-tokens", "16384", "--json",
+                        "-p", "read the parts")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["answer"] == "All parts read."
+    assert any("overflow" in c["reason"] for c in report["compactions"])
+    rejected = [r for r in server.requests if len(json.dumps(r)) // 4 > 4096]
+    assert rejected, "the server did reject a request"
+    assert len(json.dumps(server.requests[-1])) // 4 <= 4096

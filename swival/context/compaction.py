@@ -112,7 +112,10 @@ def _shrink_call(call: ToolCall) -> ToolCall:
 def shrink(history: Sequence[Message], lookup: Lookup, keep: int = 2) -> list[Message]:
     """Level 1. Messages that change are replaced by new objects; others are reused."""
     spans = turn_spans(history)
-    old_end = spans[-keep][0] if len(spans) > keep else (0 if keep else len(history))
+    if keep == 0:
+        old_end = len(history)  # shrink everything (spans[-0] would mean the first turn)
+    else:
+        old_end = spans[-keep][0] if len(spans) > keep else 0
     out: list[Message] = []
     for index, message in enumerate(history):
         if index >= old_end:
