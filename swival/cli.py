@@ -137,8 +137,15 @@ def _main(given: dict[str, Any], *, task: tuple[str | None, str | None], config:
     interactive = text is None
     from swival.session import find_transcript, open_session
 
-    transcript = find_transcript(settings, *resume)
-    session = open_session(settings, interactive=interactive, transcript=transcript)
+    try:
+        transcript = find_transcript(settings, *resume)
+        session = open_session(settings, interactive=interactive, transcript=transcript)
+    except SwivalError as error:
+        if settings.json and not interactive:
+            from swival.oneshot import print_failure
+
+            return print_failure(settings, error)
+        raise
     if interactive:
         from swival.repl import run_repl
 

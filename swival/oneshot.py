@@ -7,10 +7,12 @@ missing, 4 turn limit, 5 context exhausted, 130 interrupted, 143 terminated (SIG
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from swival.config import Settings, known_secrets
 from swival.errors import SwivalError, redact
 from swival.events import Compacted, Event, ToolFinished, TurnFinished
 from swival.render import ProgressPrinter, stderr_console
@@ -97,6 +99,20 @@ def run_oneshot(session: Session, task: str) -> int:
     elif finished and finished.reason == "interrupted":
         print("swival: terminated" if code == 143 else "swival: interrupted", file=sys.stderr)
     return code
+
+
+def print_failure(settings: Settings, error: SwivalError) -> int:
+    """--json before a session exists (server unreachable, no model): still one object."""
+    secrets = known_secrets(settings, os.environ)
+    report = {
+        "answer": "", "exit_reason": "error", "exit_code": error.exit_code,
+        "error": redact(str(error), secrets), "turns": 0, "tool_calls": 0,
+        "tokens": {"prompt": 0, "completion": 0}, "compactions": [], "files_changed": [],
+        "provider": settings.provider, "base_url": settings.base_url, "model": settings.model,
+        "window": settings.max_context_tokens, "window_source": None, "session_id": None,
+    }
+    print(json.dumps(report, ensure_ascii=False))
+    return error.exit_code
 
 
 def _report(session: Session, tally: Tally, code: int, error: SwivalError | None) -> dict:

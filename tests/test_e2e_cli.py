@@ -186,3 +186,12 @@ def test_server_overflow_is_answered_by_compaction(fake_server: Any, tmp_path: P
     rejected = [r for r in server.requests if len(json.dumps(r)) // 4 > 4096]
     assert rejected, "the server did reject a request"
     assert len(json.dumps(server.requests[-1])) // 4 <= 4096
+
+
+def test_json_report_when_the_server_is_down(project: Path) -> None:
+    result = run_swival(None, project, "--provider", "llamacpp", "--base-url",
+                        "http://127.0.0.1:9", "--json", "-p", "hi")
+    assert result.returncode == 3
+    report = json.loads(result.stdout)
+    assert report["exit_code"] == 3 and report["exit_reason"] == "error"
+    assert "http://127.0.0.1:9" in report["error"] and report["answer"] == ""

@@ -109,13 +109,17 @@ def _shrink_call(call: ToolCall) -> ToolCall:
     return replace(call, arguments=args)
 
 
+def _old_end(spans: Sequence[tuple[int, int]], keep: int, length: int) -> int:
+    """Where the `keep` most recent turns start (everything before is old)."""
+    if keep == 0:
+        return length  # all of it is old (spans[-0] would mean the first turn)
+    return spans[-keep][0] if len(spans) > keep else 0
+
+
 def shrink(history: Sequence[Message], lookup: Lookup, keep: int = 2) -> list[Message]:
     """Level 1. Messages that change are replaced by new objects; others are reused."""
     spans = turn_spans(history)
-    if keep == 0:
-        old_end = len(history)  # shrink everything (spans[-0] would mean the first turn)
-    else:
-        old_end = spans[-keep][0] if len(spans) > keep else 0
+    old_end = _old_end(spans, keep, len(history))
     out: list[Message] = []
     for index, message in enumerate(history):
         if index >= old_end:
