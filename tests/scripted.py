@@ -73,10 +73,11 @@ def reply(text: str = "", *, usage: tuple[int, int] | None = None, **kw: Any) ->
     return Reply(text=text, usage=Usage(*usage) if usage else None, **kw)
 
 
-def call(name: str, /, *, text: str = "", usage: tuple[int, int] | None = None,
+def call(name: str, /, *, say: str = "", usage: tuple[int, int] | None = None,
          **arguments: Any) -> Reply:
-    """A reply asking for one tool call with the given arguments."""
-    return calls((name, arguments), text=text, usage=usage)
+    """A reply asking for one tool call with the given arguments (any name, `text`
+    included, is a tool argument); `say` is visible text sent along with the call."""
+    return calls((name, arguments), text=say, usage=usage)
 
 
 def calls(*wanted: tuple[str, Mapping[str, Any]], text: str = "",

@@ -15,6 +15,7 @@ from swival.errors import ContextOverflowError
 from swival.events import Compacted, Event, TextDelta, ToolFinished, TurnFinished
 from swival.messages import ToolResult
 from swival.prompts import system_prompt
+from swival.providers.base import ChatRequest
 from swival.tools.base import Tool, ToolContext, ToolSpec
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
@@ -172,3 +173,37 @@ def test_every_request_fits_the_window(tmp_path: Path, window: int) -> None:
         tokens = counter.messages(request.messages) + counter.schemas(request.tools)
         assert tokens + request.max_output_tokens <= window
         assert_valid_chat([m.to_dict() for m in request.messages])
+
+
+def recap_or(answer: str) -> Any:
+    """A scripted model that answers recap requests (sent without tools) with a recap."""
+    def react(request: ChatRequest) -> Any:
+        return reply("recap of the dropped turns" if not request.tools else answer)
+    return react
+
+
+def test_level_3_keeps_think_todo_snapshot_and_ledger_in_the_next_request(tmp_path: Path,
+                                                                           ) -> None:
+    for i in range(6):
+        (tmp_path / f"m{i}.py").write_text("".join(f"def f{i}_{j}(): return {j}\n"
+                                                   for j in range(80)))
+    overflow = ContextOverflowError("too long", kind="rejected")
+    agent, provider = make_agent(tmp_path, [
+        call("think", thought="THOUGHT-41: the parser drops None tokens."),
+        call("todo", action="add", text="TODO-77 guard the parser"),
+        call("snapshot", action="save", label="scan"),
+        call("read_file", file_path="m0.py"),
+        call("snapshot", action="restore", summary="SUMMARY-93: m0 defines f0_*."),
+        *[call("read_file", file_path=f"m{i}.py") for i in range(1, 6)],
+        overflow, overflow, overflow,
+        *[recap_or("done")] * 6,
+    ], window=8192)
+    events = run(agent, "REQUEST-12: find why the parser fails")
+    levels = [e.level for e in events if isinstance(e, Compacted)]
+    assert 3 in levels, levels
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished) and finished.answer == "done"
+    sent = str([m.to_dict() for m in provider.requests[-1].messages])
+    for fact in ("THOUGHT-41", "TODO-77", "SUMMARY-93", "REQUEST-12"):
+        assert fact in sent, fact
+    assert_valid_chat([m.to_dict() for m in provider.requests[-1].messages])
