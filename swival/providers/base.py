@@ -78,7 +78,9 @@ class Provider(Protocol):
     info: ProviderInfo
 
     def stream(self, request: ChatRequest) -> Iterator[StreamItem]:
-        """Yield text chunks as they arrive, then exactly one `Completion`.
+        """Yield visible text chunks as they arrive (text that may be a tool call written
+        as text is held back until the reply is complete), then exactly one `Completion`;
+        the chunks add up to the completion's content.
 
         Raises `ContextOverflowError` when the prompt did not fit (rejected or cut),
         `ProviderUnreachable`, `TransientProviderError` after retries, and lets
