@@ -4,6 +4,7 @@ history still shows, the order of the snapshot calls, and the engine's public sh
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -146,3 +147,15 @@ def test_public_methods_keep_their_signatures() -> None:
     for attribute in ("session_id", "transcript_path", "scope", "budget", "calibration",
                       "settings", "summarize"):
         assert hasattr(engine, attribute), attribute
+
+
+def test_fallback_markers_merge_instead_of_stacking() -> None:
+    """Without a summarizer, level 2 then level 3 leave one marker counting both drops."""
+    engine = _busy_engine()
+    assert engine.summarize is None
+    engine._run_level(2, "test", 50)
+    engine._run_level(3, "test", 51)
+    pinned = engine.messages()[1].content
+    markers = re.findall(r"\[(\d+) earlier messages were removed", pinned)
+    assert len(markers) == 1, pinned
+    assert int(markers[0]) > 2

@@ -8,6 +8,7 @@ runs levels from one deeper than the last pass until it is at or below the targe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from swival.context import compaction
@@ -19,6 +20,9 @@ KEEP_TURNS = 2
 # Level 2 re-renders the pinned block, so the server re-reads the whole prompt: make
 # that rewrite buy headroom by landing this share of the input budget under the target.
 DROP_MARGIN = 0.15
+
+MARKER = re.compile(r"\[(\d+) earlier messages were removed to fit the context window; "
+                    r"they are kept in [^\]]*\]")
 
 
 class Compacting(EngineCore):
@@ -100,7 +104,13 @@ class Compacting(EngineCore):
             text = self._recapper().recap(dropped, previous)
             if text:
                 return text
-        marker = (f"[{len(dropped)} earlier messages were removed to fit the context window; "
+        removed = len(dropped)
+        if previous:  # fold an earlier marker into this one instead of stacking markers
+            found = MARKER.search(previous)
+            if found:
+                removed += int(found.group(1))
+                previous = MARKER.sub("", previous).strip()
+        marker = (f"[{removed} earlier messages were removed to fit the context window; "
                   f"they are kept in {self.transcript_path or 'no file (no state directory)'}.]")
         checkpoints = self.knowledge.checkpoint_text()
         parts = [p for p in (previous, checkpoints, marker) if p]
