@@ -68,8 +68,10 @@ def _flags(args: Sequence[str], allowed: tuple[str, ...], usage: str) -> set[str
 
 def compaction_text(event: Compacted) -> str:
     saved = event.tokens_before - event.tokens_after
-    return (f"Level {event.level}: {event.tokens_before} → {event.tokens_after} tokens "
-            f"(saved {saved}).")
+    what = "Snapshot restore" if event.level == 0 else f"Level {event.level}"
+    outcome = (f"saved {saved}" if saved >= 0 else
+               f"{-saved} more: the pinned summary outweighs the little it replaced")
+    return f"{what}: {event.tokens_before} → {event.tokens_after} tokens ({outcome})."
 
 
 def cmd_compact(agent: Agent, args: Sequence[str]) -> CommandReply:
@@ -89,7 +91,12 @@ def cmd_compact(agent: Agent, args: Sequence[str]) -> CommandReply:
 
 def cmd_save(agent: Agent, args: Sequence[str]) -> CommandReply:
     label = " ".join(args).strip() or None
-    return CommandReply(agent.context.snapshot_save(label))
+    text = agent.context.snapshot_save(label)
+    if "saved" in text:  # the engine words it for the model; say what the user can do
+        name = f" '{label}'" if label else ""
+        text = (f"Checkpoint{name} saved. /restore collapses everything after it into a "
+                "summary written by the model; /unsave cancels it.")
+    return CommandReply(text)
 
 
 def cmd_restore(agent: Agent, args: Sequence[str]) -> CommandReply:

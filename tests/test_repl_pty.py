@@ -68,10 +68,10 @@ def test_request_commands_and_exit(server: object, project: Path) -> None:
         ("/help", "Commands:"),
         ("/context", "tool schemas"),
         ("/todo", "The todo list is empty."),
-        ("/save before-reading", "before-reading"),
-        ("/unsave", "heckpoint"),
-        ("/compact", "ompact"),
-        ("/compact --drop", "ompact"),
+        ("/save before-reading", "Checkpoint 'before-reading' saved. /restore collapses"),
+        ("/unsave", "Checkpoint 'before-reading' cancelled"),
+        ("/compact", "Nothing to compact at level 1"),
+        ("/compact --drop", "Nothing to compact at levels 1 and 2"),
         ("/sessions", "(this one)"),
         ("/contxt", "Did you mean /context?"),
     ]
@@ -80,12 +80,19 @@ def test_request_commands_and_exit(server: object, project: Path) -> None:
         child.expect_exact(expected)
         child.expect_exact(PROMPT)
 
-    server.script(fakeserver.Reply(text="Summary: nothing much happened."))
     ask(child, "/save probe")
+    child.expect_exact("Checkpoint 'probe' saved")
+    child.expect_exact(PROMPT)
+    server.script(fakeserver.Reply(text="Paris is the capital."),
+                  fakeserver.Reply(text="Summary: the user asked about Paris."))
+    ask(child, "and the capital of France?")
+    child.expect_exact("Paris is the capital.")
     child.expect_exact(PROMPT)
     ask(child, "/restore")
-    child.expect(["Summary|summar|restor|Restor"])
+    child.expect_exact("Collapsed")
+    child.expect_exact("Snapshot restore:")
     child.expect_exact(PROMPT)
+    assert not server.requests[-1].get("tools"), "the summary request offers no tools"
 
     ask(child, "/clear")
     child.expect_exact("Cleared")
