@@ -53,7 +53,7 @@ def launch_to_prompt(server_url: str, runs: int) -> list[float]:
 
     root = make_project()
     env = {**os.environ, "HOME": str(root), "XDG_CONFIG_HOME": str(root / ".config"),
-           "TERM": "xterm-256color", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"}
+           "TERM": "xterm-256color", "NO_COLOR": "1"}
     times = []
     for _ in range(runs):
         cmd = swival_command()

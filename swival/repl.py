@@ -12,6 +12,7 @@ already up; a request sent before it is ready waits for it.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -297,4 +298,7 @@ class Repl:
 
 def run_repl(session: Session, io: ReplIO | None = None) -> int:
     """Entry point used by cli.py when no task is given and stdin is a terminal."""
+    # Cursor-position requests only refine where menus open; a terminal (or a test
+    # harness) that never answers them gets a warning in the middle of the session.
+    os.environ.setdefault("PROMPT_TOOLKIT_NO_CPR", "1")
     return Repl(session, io).run()

@@ -40,8 +40,7 @@ def project(tmp_path: Path) -> Path:
 
 def spawn(server: object, project: Path, *extra: str) -> object:
     env = {**os.environ, "HOME": str(project), "XDG_CONFIG_HOME": str(project / ".config"),
-           "NO_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40",
-           "PROMPT_TOOLKIT_NO_CPR": "1"}
+           "NO_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
     child = pexpect.spawn(SWIVAL, ["--provider", "llamacpp", "--base-url", server.url,
                                    "--commands", "all", *extra],
                           cwd=str(project), env=env, encoding="utf-8", dimensions=(40, 120),
