@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -109,6 +110,15 @@ def find_project_root(start: Path) -> Path:
 def global_config_path(env: Mapping[str, str]) -> Path:
     base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
     return Path(base) / "swival" / "config.toml"
+
+
+def user_state_dir(env: Mapping[str, str]) -> Path:
+    """Where Swival keeps what belongs to the user rather than to a project (trusted
+    projects, the index of recorded sessions): `$XDG_STATE_HOME/swival`, by default
+    `~/.local/state/swival`. A repository cannot ship files here."""
+    base = env.get("XDG_STATE_HOME") or str(
+        Path(env.get("HOME", "~")).expanduser() / ".local" / "state")
+    return Path(base) / "swival"
 
 
 def _expected(key: Key) -> str:
@@ -273,10 +283,19 @@ def starter_config(settings: Settings) -> dict[str, Any]:
     return data
 
 
+SECRET_NAME = re.compile(r"_API_KEY$|_TOKEN$|_SECRET|_PASSWORD$")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret: `*_API_KEY`,
+    `*_TOKEN`, `*_SECRET*`, `*_PASSWORD` (any case)."""
+    return SECRET_NAME.search(name.upper()) is not None
+
+
 def known_secrets(settings: Settings | None, env: Mapping[str, str]) -> tuple[str, ...]:
-    """Values that must never be shown: the configured API key and every `*_API_KEY`
-    environment variable (hosted providers' usual variables)."""
-    found = {v for k, v in env.items() if k.endswith("_API_KEY") and v}
+    """Values that must never be shown: the configured API key and the value of every
+    environment variable whose name marks it as a secret (see `is_secret_name`)."""
+    found = {v for k, v in env.items() if is_secret_name(k) and v}
     if settings is not None and settings.api_key:
         found.add(settings.api_key)
     return tuple(sorted(found, key=len, reverse=True))

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakeserver import FakeServer
+
+
+@pytest.fixture(autouse=True)
+def _private_user_dirs(tmp_path_factory: pytest.TempPathFactory,
+                       monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own user config and state directories, so no test reads the
+    real user's global config or records trust and sessions in the real state dir.
+    Subprocesses inherit them through the environment."""
+    home = tmp_path_factory.mktemp("user")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
+    return home
 
 
 @pytest.fixture

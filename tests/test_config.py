@@ -135,3 +135,22 @@ def test_literal_key_in_a_project_file_inside_git_warns(tmp_path: Path,
     assert "sk-literal" not in warning
     from_cli = load_settings({"api_key": "sk-from-cli-123456"}, cwd=tmp_path, env=env)
     assert literal_key_warning(from_cli) is None
+
+
+def test_user_state_dir_follows_xdg_and_home(tmp_path: Path) -> None:
+    from swival.config import user_state_dir
+
+    assert user_state_dir({"XDG_STATE_HOME": str(tmp_path / "s")}) == tmp_path / "s" / "swival"
+    assert user_state_dir({"HOME": str(tmp_path)}) == tmp_path / ".local/state/swival"
+
+
+@pytest.mark.parametrize(("name", "secret"), [
+    ("OPENAI_API_KEY", True), ("GITHUB_TOKEN", True), ("aws_secret_access_key", True),
+    ("DB_PASSWORD", True), ("MY_SECRET", True), ("PATH", False), ("TOKENIZERS_PARALLELISM",
+                                                                   False), ("HOME", False),
+])
+def test_secret_names(name: str, secret: bool) -> None:
+    from swival.config import is_secret_name, known_secrets
+
+    assert is_secret_name(name) is secret
+    assert (known_secrets(None, {name: "a-long-value-123"}) == ("a-long-value-123",)) is secret
