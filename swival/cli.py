@@ -6,16 +6,21 @@ heavier modules are imported only once a session is actually started.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from swival import __version__
-from swival.errors import SwivalError, Terminated, UsageError
+from swival.errors import ConfigError, SwivalError, Terminated, UsageError
+
+if TYPE_CHECKING:
+    from swival.config import Settings, TrustCheck
 
 app = typer.Typer(
     add_completion=False,
@@ -80,6 +85,9 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                                     "--no-proactive-summaries")] = None,
     config: Annotated[Path | None, Opt("--config", help="Config file to use instead of the "
                                        "project's swival.toml.")] = None,
+    trust: Annotated[bool | None, Opt("--trust/--untrust", help="Apply the keys of this "
+                                      "project's swival.toml that need trust, and remember "
+                                      "it / forget that trust and run without them.")] = None,
     continue_: Annotated[bool, Opt("--continue", "-c", help="Resume this project's latest "
                                    "session.")] = False,
     resume: Annotated[str | None, Opt("--resume", help="Resume the session with this id.")]
@@ -100,8 +108,8 @@ def run(  # noqa: PLR0913 - one parameter per documented option
         tool_result_share=tool_result_share, compaction_trigger=compaction_trigger,
         compaction_target=compaction_target, proactive_summaries=proactive_summaries,
     )
-    code = _main(given, task=(prompt, task), config=config, init=init_config, doctor=doctor,
-                 resume=(resume, continue_))
+    code = _main(given, task=(prompt, task), config=(config, trust), init=init_config,
+                 doctor=doctor, resume=(resume, continue_))
     raise typer.Exit(code)
 
 
@@ -120,21 +128,86 @@ def _task(prompt: str | None, task: str | None) -> str | None:
     return text.strip() if text is not None else None
 
 
-def _main(given: dict[str, Any], *, task: tuple[str | None, str | None], config: Path | None,
-          init: InitTarget | None, doctor: bool, resume: tuple[str | None, bool]) -> int:
+def _load(given: dict[str, Any], config: Path | None, trust: bool | None) -> Settings:
+    """Settings with the project's keys that need trust applied when the user trusts it:
+    recorded trust, or `--trust` (which records it); `--untrust` forgets it first."""
+    from swival.config import find_project_root, load_settings
+    from swival.trust import TrustStore
+
+    store = TrustStore.for_user(os.environ)
+    if trust is False and store.forget(find_project_root(Path.cwd()) / "swival.toml"):
+        print("swival: this project's swival.toml is no longer trusted.", file=sys.stderr)
+    settings = load_settings(given, config_path=config,
+                             trusted=_trust_all if trust else store.check)
+    if trust and settings.trust_keys:
+        _remember(settings, settings.trust_keys)
+    return settings
+
+
+def _trust_all(file: Path, keys: Mapping[str, Any]) -> bool:
+    return True
+
+
+def _remember(settings: Settings, keys: Mapping[str, Any]) -> None:
+    """Record trust in the project's keys; a record that cannot be written is said, and
+    the keys still apply to this run."""
+    from swival.trust import TrustStore
+
+    try:
+        TrustStore.for_user(os.environ).record(settings.project_file, keys)
+    except ConfigError as error:
+        print(f"swival: {error} The keys apply to this run only.", file=sys.stderr)
+
+
+def _settle_trust(settings: Settings, reload: Callable[[TrustCheck], Settings],
+                  ask: bool) -> Settings:
+    """Before connecting (the keys may choose the server): ask about the project keys
+    held back, or say on stderr that they are ignored."""
+    from swival.trust import TrustStore, ignored_notice, question
+
+    if not settings.held_back:
+        return settings
+    store = TrustStore.for_user(os.environ)
+    if not ask:
+        print(f"swival: {ignored_notice(settings, store)}", file=sys.stderr)
+        return settings
+    print(question(settings, store), file=sys.stderr)
+    shown = dict(settings.held_back)
+    while True:
+        print("Trust this project and apply them? [y] yes, and remember  [n] no, continue "
+              "without them: ", end="", file=sys.stderr, flush=True)
+        answer = sys.stdin.readline().strip().lower()
+        if answer in ("n", "no", ""):
+            print("Continuing without them (swival --trust applies them later).",
+                  file=sys.stderr)
+            return settings
+        if answer in ("y", "yes"):
+            _remember(settings, shown)
+            return reload(lambda file, keys: dict(keys) == shown)  # exactly what was shown
+
+
+def _main(given: dict[str, Any], *, task: tuple[str | None, str | None],
+          config: tuple[Path | None, bool | None], init: InitTarget | None, doctor: bool,
+          resume: tuple[str | None, bool]) -> int:
     from swival.config import load_settings, write_starter_config
 
-    settings = load_settings(given, config_path=config)
+    settings = _load(given, *config)
     if init is not None:
         path = write_starter_config(settings, global_=init is InitTarget.global_)
         print(f"Wrote {path}", file=sys.stderr)
+        if init is InitTarget.project:  # written from the user's own choices: trusted
+            written = load_settings({}, config_path=None, trusted=_trust_all)
+            _remember(written, written.trust_keys)
         return 0
+    text = None if doctor else _task(*task)
+    interactive = text is None and not doctor
+    settings = _settle_trust(
+        settings, lambda check: load_settings(given, config_path=config[0], trusted=check),
+        ask=interactive and config[1] is None)
     if doctor:
         from swival.doctor import run_doctor
 
         return run_doctor(settings)
-    text = _task(*task)
-    interactive = text is None
     from swival.session import find_transcript, open_session
 
     try:

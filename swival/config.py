@@ -4,6 +4,9 @@ in increasing order of precedence.
 
 Every key is validated: an unknown key or a value of the wrong type raises
 `ConfigError` naming the file, the key and what was expected.
+
+The project's `swival.toml` is the one source the user did not write: its keys marked
+`trusted_only` apply only when the caller's `trusted` check allows them (project trust).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import difflib
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -22,11 +25,43 @@ import tomli_w
 from swival.errors import ConfigError
 
 PROVIDERS = ("lmstudio", "ollama", "llamacpp", "generic")
+HOSTED_PREFIXES = (
+    "openai", "openrouter", "anthropic", "gemini", "groq", "mistral", "deepseek", "xai",
+    "together_ai", "fireworks_ai", "cohere", "perplexity", "cerebras", "azure", "bedrock",
+    "vertex_ai",
+)
+
+# Decides from the values a run would use (only keys set somewhere) whether a key needs trust.
+TrustRule = Callable[[Mapping[str, Any]], bool]
+# Asked with the project file and the keys it would hold back: may they apply after all?
+TrustCheck = Callable[[Path, Mapping[str, Any]], bool]
+
+
+def selects_hosted(provider: str | None, base_url: str | None, model: str | None) -> bool:
+    """Whether these choices send requests to a hosted provider through a litellm model
+    string. `provider` is None when nobody chose one (the default, lmstudio): then the
+    `openai/` prefix stays local, because LM Studio model keys such as `openai/gpt-oss-20b`
+    use it too."""
+    if base_url or not model or "/" not in model:
+        return False
+    prefix = model.split("/", 1)[0]
+    if provider == "generic":
+        return prefix in HOSTED_PREFIXES
+    return provider is None and prefix in HOSTED_PREFIXES[1:]
+
+
+def _hosted_rule(values: Mapping[str, Any]) -> bool:
+    return selects_hosted(values.get("provider"), values.get("base_url"), values.get("model"))
 
 
 @dataclass(frozen=True)
 class Key:
-    """One setting: its type (`str`, `int`, `float`, `bool`, `list`), default and help."""
+    """One setting: its type (`str`, `int`, `float`, `bool`, `list`), default and help.
+
+    `trusted_only` marks a key a project file may set only in a trusted project: True
+    always, or a `TrustRule` deciding from the values the run would use (a model string
+    needs trust only when it selects a hosted provider). A value equal to the default
+    never needs trust. `secret` keys are never shown in clear."""
 
     name: str
     type: type
@@ -35,13 +70,27 @@ class Key:
     optional: bool = False
     choices: tuple[str, ...] = ()
     minimum: float | None = None
+    trusted_only: bool | TrustRule = False
+    secret: bool = False
+
+    def needs_trust(self, value: Any, values: Mapping[str, Any]) -> bool:
+        """Whether a project file setting this key to `value` needs the user's trust,
+        given everything else the run would use (`values`)."""
+        default = tuple(self.default) if isinstance(self.default, list) else self.default
+        if value == default or not self.trusted_only:
+            return False
+        return self.trusted_only is True or bool(self.trusted_only(values))
 
 
 KEYS: tuple[Key, ...] = (
-    Key("provider", str, "lmstudio", "Model server kind", choices=PROVIDERS),
-    Key("base_url", str, None, "Server URL (root or /v1); default depends on provider", True),
-    Key("model", str, None, "Model name; default: the model the server has loaded", True),
-    Key("api_key", str, None, "API key, for servers or hosted providers that need one", True),
+    Key("provider", str, "lmstudio", "Model server kind", choices=PROVIDERS,
+        trusted_only=_hosted_rule),
+    Key("base_url", str, None, "Server URL (root or /v1); default depends on provider", True,
+        trusted_only=True),
+    Key("model", str, None, "Model name; default: the model the server has loaded", True,
+        trusted_only=_hosted_rule),
+    Key("api_key", str, None, "API key, for servers or hosted providers that need one", True,
+        trusted_only=True, secret=True),
     Key("max_context_tokens", int, None, "Context window; default: read from the server", True,
         minimum=512),
     Key("max_output_tokens", int, 32768, "Most tokens one reply may use", minimum=16),
@@ -52,11 +101,14 @@ KEYS: tuple[Key, ...] = (
     Key("retries", int, 3, "Retries on connection errors, 429 and 5xx", minimum=0),
     Key("quiet", bool, False, "One-shot: print nothing but the answer and errors"),
     Key("json", bool, False, "One-shot: print one JSON object instead of the answer"),
-    Key("yolo", bool, False, "Allow every command and write without asking"),
-    Key("commands", str, "ask", "Command policy: ask, all, none or a comma-separated list"),
+    Key("yolo", bool, False, "Allow every command and write without asking", trusted_only=True),
+    Key("commands", str, "ask", "Command policy: ask, all, none or a comma-separated list",
+        trusted_only=True),
     Key("command_timeout", int, 120, "Seconds before a command is killed", minimum=1),
-    Key("add_dir", list, [], "Extra directories the file tools may read and write"),
-    Key("add_dir_ro", list, [], "Extra directories the file tools may only read"),
+    Key("add_dir", list, [], "Extra directories the file tools may read and write",
+        trusted_only=True),
+    Key("add_dir_ro", list, [], "Extra directories the file tools may only read",
+        trusted_only=True),
     Key("tool_result_share", float, 0.2, "Largest share of the input budget one tool "
         "result may take", minimum=0.01),
     Key("compaction_trigger", float, 0.85, "Compact when the prompt reaches this share of "
@@ -70,7 +122,9 @@ KEYS_BY_NAME = {k.name: k for k in KEYS}
 
 @dataclass(frozen=True)
 class Settings:
-    """The resolved settings. `sources` says where each non-default value came from."""
+    """The resolved settings. `sources` says where each non-default value came from;
+    `trust_keys` holds the project file's keys (as written) that need trust, applied only
+    when `project_trusted`."""
 
     provider: str = "lmstudio"
     base_url: str | None = None
@@ -96,6 +150,18 @@ class Settings:
     project_root: Path = field(default_factory=Path.cwd)
     config_files: tuple[Path, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
+    trust_keys: Mapping[str, Any] = field(default_factory=dict)
+    project_trusted: bool = False
+
+    @property
+    def project_file(self) -> Path:
+        """The project's own `swival.toml`, the file `trust_keys` come from."""
+        return self.project_root / "swival.toml"
+
+    @property
+    def held_back(self) -> Mapping[str, Any]:
+        """The `trust_keys` this run ignores because the project is not trusted."""
+        return {} if self.project_trusted else self.trust_keys
 
 
 def find_project_root(start: Path) -> Path:
@@ -204,54 +270,88 @@ def read_toml(path: Path) -> dict[str, Any]:
     return out
 
 
+Layer = dict[str, tuple[Any, str]]  # key -> (value, where it came from)
+
+
+def _file_layer(path: Path) -> Layer:
+    return {name: (value, str(path)) for name, value in read_toml(path).items()}
+
+
+def _env_layer(env: Mapping[str, str]) -> Layer:
+    layer: Layer = {}
+    for key in KEYS:
+        var = "SWIVAL_" + key.name.upper()
+        if var in env:
+            origin = f"environment variable {var}"
+            layer[key.name] = (coerce(key, _from_env_text(key, env[var], origin), origin), origin)
+    return layer
+
+
+def _cli_layer(cli: Mapping[str, Any]) -> Layer:
+    layer: Layer = {}
+    for name, value in cli.items():
+        if value is not None:
+            value = list(value) if isinstance(value, tuple) else value
+            layer[name] = (coerce(KEYS_BY_NAME[name], value, f"option --{name.replace('_', '-')}"),
+                           "command line")
+    return layer
+
+
+def _values(*layers: Layer) -> dict[str, Any]:
+    return {name: value for layer in layers for name, (value, _) in layer.items()}
+
+
+def needing_trust(project: Layer, below: Layer, above: Layer) -> dict[str, Any]:
+    """The keys of the project file's `project` layer (name -> value as written) that need
+    trust: trusted-only keys that no layer `above` it (environment, command line) overrides,
+    judged with the values the run would use (`below` is the user's global file)."""
+    kept = {k: v for k, (v, _) in project.items() if k not in above}
+    held = {k: v for k, v in kept.items()
+            if KEYS_BY_NAME[k].trusted_only is True and KEYS_BY_NAME[k].needs_trust(v, {})}
+    would_use = {**_values(below), **{k: v for k, v in kept.items() if k not in held},
+                 **_values(above)}
+    held.update({k: v for k, v in kept.items()
+                 if k not in held and KEYS_BY_NAME[k].needs_trust(v, would_use)})
+    return held
+
+
 def load_settings(
     cli: Mapping[str, Any],
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     config_path: Path | None = None,
+    trusted: TrustCheck | None = None,
 ) -> Settings:
     """Merge defaults < global file < project file (or `config_path`) < env < `cli`.
 
-    `cli` holds only the options the user actually gave (None means not given).
+    `cli` holds only the options the user actually gave (None means not given). The
+    project's own `swival.toml` keys that need trust (see `needing_trust`) apply only when
+    `trusted(project_file, those keys)` says so; without `trusted` they never do. A file
+    named by `config_path` is the user's choice and always applies.
     """
     env = os.environ if env is None else env
     root = find_project_root(cwd or Path.cwd())
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    files: list[Path] = []
-
-    project_file = config_path if config_path is not None else root / "swival.toml"
     if config_path is not None and not config_path.is_file():
         raise ConfigError(f"{config_path}: no such config file.")
-    for path in (global_config_path(env), project_file):
-        if path.is_file():
-            files.append(path)
-            for name, value in read_toml(path).items():
-                values[name] = value
-                sources[name] = str(path)
-
-    for key in KEYS:
-        var = "SWIVAL_" + key.name.upper()
-        if var in env:
-            origin = f"environment variable {var}"
-            values[key.name] = coerce(key, _from_env_text(key, env[var], origin), origin)
-            sources[key.name] = origin
-
-    for name, value in cli.items():
-        if value is None:
-            continue
-        key = KEYS_BY_NAME[name]
-        values[name] = coerce(key, list(value) if isinstance(value, tuple) else value,
-                              f"option --{name.replace('_', '-')}")
-        sources[name] = "command line"
-
+    project_file = root / "swival.toml"
+    own = [path for path in (global_config_path(env), config_path) if path and path.is_file()]
+    untrusted = [project_file] if config_path is None and project_file.is_file() else []
+    below: Layer = {k: v for path in own for k, v in _file_layer(path).items()}
+    project = _file_layer(untrusted[0]) if untrusted else {}
+    above = {**_env_layer(env), **_cli_layer(cli)}
+    powers = needing_trust(project, below, above)
+    applied = bool(powers) and trusted is not None and trusted(project_file, powers)
+    held = {} if applied else powers
+    merged = {**below, **{k: v for k, v in project.items() if k not in held}, **above}
     known = {f.name for f in fields(Settings)}
     return Settings(
-        **{k: v for k, v in values.items() if k in known},
+        **{k: v for k, (v, _) in merged.items() if k in known},
         project_root=root,
-        config_files=tuple(files),
-        sources=sources,
+        config_files=(*own, *untrusted),
+        sources={k: origin for k, (_, origin) in merged.items()},
+        trust_keys=powers,
+        project_trusted=applied,
     )
 
 
@@ -302,10 +402,12 @@ def known_secrets(settings: Settings | None, env: Mapping[str, str]) -> tuple[st
 
 
 def literal_key_warning(settings: Settings) -> str | None:
-    """A warning when a project file inside a git repository holds a literal API key."""
-    origin = settings.sources.get("api_key", "")
-    project_file = settings.project_root / "swival.toml"
-    if origin == str(project_file) and (settings.project_root / ".git").exists():
+    """A warning when a project file inside a git repository holds a literal API key,
+    whether or not the project is trusted (the file is easy to commit either way)."""
+    project_file = settings.project_file
+    in_file = settings.sources.get("api_key") == str(project_file) or "api_key" in \
+        settings.held_back
+    if in_file and (settings.project_root / ".git").exists():
         return (
             f"{project_file} holds a literal api_key inside a git repository, where it is easy "
             "to commit by mistake. Move it to the provider's environment variable (for example "

@@ -110,6 +110,7 @@ def print_failure(settings: Settings, error: SwivalError) -> int:
         "tokens": {"prompt": 0, "completion": 0}, "compactions": [], "files_changed": [],
         "provider": settings.provider, "base_url": settings.base_url, "model": settings.model,
         "window": settings.max_context_tokens, "window_source": None, "session_id": None,
+        "ignored_project_keys": list(settings.held_back),
     }
     print(json.dumps(report, ensure_ascii=False))
     return error.exit_code
@@ -138,4 +139,5 @@ def _report(session: Session, tally: Tally, code: int, error: SwivalError | None
         "window": info.window.tokens,
         "window_source": info.window.source,
         "session_id": session.agent.context.session_id,
+        "ignored_project_keys": list(session.settings.held_back),
     }

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "swival"
 LAYERS = {
     "messages": 0, "errors": 0,
     "config": 1, "prompts": 1,
-    "events": 2, "effects": 2,
+    "events": 2, "effects": 2, "trust": 2,
     "providers": 3, "tools": 3, "context": 3,
     "agent": 4,
     "session": 5, "commands": 5, "render": 5, "doctor": 5,

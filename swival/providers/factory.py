@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from swival.config import Settings
+from swival.config import Settings, selects_hosted
 from swival.errors import ProviderError, ProviderUnreachable, UsageError
 from swival.providers.base import Provider, ProviderInfo, WindowInfo
 from swival.providers.discovery import (
@@ -37,11 +37,6 @@ DEFAULT_URLS = {
     "llamacpp": "http://127.0.0.1:8080",
     "ollama": "http://127.0.0.1:11434",
 }
-HOSTED_PREFIXES = (
-    "openai", "openrouter", "anthropic", "gemini", "groq", "mistral", "deepseek", "xai",
-    "together_ai", "fireworks_ai", "cohere", "perplexity", "cerebras", "azure", "bedrock",
-    "vertex_ai",
-)
 CONFIGURED_WINDOW_SOURCE = "--max-context-tokens/config"
 
 _DISCOVER: dict[str, Callable[[Server, str | None], Discovered]] = {
@@ -67,13 +62,9 @@ def split_base_url(url: str) -> tuple[str, str]:
 
 def hosted_model(settings: Settings) -> bool:
     """Whether `settings.model` is a hosted litellm model string to send to its provider."""
-    if settings.base_url or not settings.model or "/" not in settings.model:
-        return False
-    prefix = settings.model.split("/", 1)[0]
-    if settings.provider == "generic":
-        return prefix in HOSTED_PREFIXES
-    chosen = "provider" in settings.sources
-    return settings.provider == "lmstudio" and not chosen and prefix in HOSTED_PREFIXES[1:]
+    chosen = "provider" in settings.sources or settings.provider != "lmstudio"
+    return selects_hosted(settings.provider if chosen else None, settings.base_url,
+                          settings.model)
 
 
 def _configured_window(settings: Settings, found: WindowInfo) -> WindowInfo:
