@@ -17,6 +17,7 @@ from swival.events import (
     Event,
     ModelCallFinished,
     ModelCallStarted,
+    Notice,
     TextDelta,
     ToolFinished,
     ToolStarted,
@@ -152,14 +153,19 @@ class Agent:
                 yield from self.context.on_overflow(error, self._clock)
                 continue
             assert completion is not None  # the protocol ends every stream with one
+            cut = None
             if completion.usage is not None:
-                self.context.record_usage(completion.usage, prepared)
+                cut = self.context.record_usage(completion.usage, prepared)
                 self._usage = Usage(
                     self._usage.prompt_tokens + completion.usage.prompt_tokens,
                     self._usage.completion_tokens + completion.usage.completion_tokens,
                 )
             yield ModelCallFinished(completion.usage, prepared.estimated_tokens)
-            return completion
+            if cut is None:
+                return completion
+            # The reply was written without the part of the prompt the server dropped.
+            yield Notice(f"{cut} Compacting to fit and asking again.", "warning")
+            yield from self.context.on_overflow(cut, self._clock)
         raise ContextExhausted(
             "The server kept rejecting the prompt as too long even after compaction. "
             "Load the model with a larger context window or pass a smaller --max-context-tokens."

@@ -118,6 +118,8 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
             compaction_trigger=settings.compaction_trigger,
             compaction_target=settings.compaction_target,
             proactive_summaries=settings.proactive_summaries,
+            # Providers whose prompt counts may leave out KV-cached tokens say so.
+            counts_include_cache=getattr(provider, "counts_include_cache", True),
         ),
         system_prompt(root), registry.schemas(),
         knowledge=Knowledge(state_dir), state_dir=state_dir,

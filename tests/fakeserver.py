@@ -25,12 +25,14 @@ without finish reason or [DONE]), "malformed" (a body or SSE event that is not J
 (send nothing for `hang` seconds, noticing a client that hangs up), "empty" (HTTP 200 with an
 empty stream); `chunk` (characters per text delta) and `arg_chunk` (characters per tool
 argument delta, so arguments arrive split across chunks); `send_usage=False` leaves out the
-final usage chunk.
+final usage chunk; `cached` adds a cached-token figure (OpenAI
+`prompt_tokens_details.cached_tokens`, Ollama `prompt_eval_cached_count`).
 
 The window: the prompt is estimated at 1 token per 4 characters of the JSON messages and
-tools. Over the window, llama.cpp and "openai" kinds answer their exact 400 overflow bodies,
-LM Studio its 400 context-length text, and Ollama truncates silently (reports at most
-`num_ctx` prompt tokens; without `num_ctx` it uses 2048 as old Ollama did).
+tools (`count_prompt`; tests/countingserver.py counts the way real servers do). Over the
+window, llama.cpp and "openai" kinds answer their exact 400 overflow bodies, LM Studio its
+400 context-length text, and Ollama truncates silently (reports at most `num_ctx` prompt
+tokens; without `num_ctx` it uses 2048 as old Ollama did).
 
 Options: `loaded` (LM Studio/llama.cpp have a model; Ollama has it running), `installed`
 (Ollama's /api/tags names), `lmstudio_api` ("v1", "v0" or "none"), `ps_context` (Ollama
@@ -64,6 +66,7 @@ class Reply:
     chunk: int = 4
     arg_chunk: int = 5
     send_usage: bool = True
+    cached: int | None = None
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -144,6 +147,10 @@ class FakeServer:
         with self._lock:
             self._queue.extend(items)
         return self
+
+    def count_prompt(self, body: dict[str, Any]) -> int:
+        """The prompt size this server sees (subclasses count differently)."""
+        return estimate_tokens(body)
 
     def next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
@@ -312,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
     # -- OpenAI-style chat ---------------------------------------------------------------
     def _openai_chat(self, body: dict[str, Any]) -> None:
         reply = self.fake.next_reply(body)
-        prompt = estimate_tokens(body)
+        prompt = self.fake.count_prompt(body)
         if self._prelude(reply, prompt, self.fake.overflow_body(prompt)):
             return
         if not body.get("stream"):
@@ -323,8 +330,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._end_chunked()
         events = _openai_events(self.fake.model, reply)
         prompt_t, completion_t = self._usage(reply, prompt, reply.text)
-        usage = {"prompt_tokens": prompt_t, "completion_tokens": completion_t,
-                 "total_tokens": prompt_t + completion_t}
+        usage: dict[str, Any] = {"prompt_tokens": prompt_t, "completion_tokens": completion_t,
+                                 "total_tokens": prompt_t + completion_t}
+        if reply.cached is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached}
         if reply.send_usage and (body.get("stream_options") or {}).get("include_usage"):
             events.append({"id": "chatcmpl-fake", "object": "chat.completion.chunk",
                            "model": self.fake.model, "choices": [], "usage": usage})
@@ -367,7 +376,7 @@ class _Handler(BaseHTTPRequestHandler):
         num_ctx = (body.get("options") or {}).get("num_ctx")
         with self.fake._lock:
             self.fake.num_ctx_seen.append(num_ctx)
-        prompt = estimate_tokens(body)
+        prompt = self.fake.count_prompt(body)
         if self._prelude(reply, prompt, None):
             return
         p, c = self._usage(reply, min(prompt, num_ctx or 2048), reply.text)
@@ -378,9 +387,12 @@ class _Handler(BaseHTTPRequestHandler):
             calls = [{"function": {"name": n, "arguments": a}} for n, a in reply.tool_calls]
             records.append({"model": self.fake.model, "done": False,
                             "message": {"role": "assistant", "content": "", "tool_calls": calls}})
-        records.append({"model": self.fake.model, "message": {"role": "assistant", "content": ""},
-                        "done": True, "done_reason": reply.finish_reason or "stop",
-                        "prompt_eval_count": p, "eval_count": c})
+        done = {"model": self.fake.model, "message": {"role": "assistant", "content": ""},
+                "done": True, "done_reason": reply.finish_reason or "stop",
+                "prompt_eval_count": p, "eval_count": c}
+        if reply.cached is not None:
+            done["prompt_eval_cached_count"] = reply.cached
+        records.append(done)
         lines = [json.dumps(r) + "\n" for r in records]
         if reply.mode == "malformed":
             lines.insert(0, "{not json\n")

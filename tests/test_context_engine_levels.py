@@ -123,7 +123,7 @@ PUBLIC = {
                     " -> 'tuple[ToolResult, list[Compacted]]'",
     "after_tool_batch": "(self, turn: 'int') -> 'list[Compacted]'",
     "prepare": "(self, turn: 'int') -> 'Prepared'",
-    "record_usage": "(self, usage: 'Usage', prepared: 'Prepared') -> 'None'",
+    "record_usage": "(self, usage: 'Usage', prepared: 'Prepared') -> 'ContextOverflowError | None'",
     "on_overflow": "(self, error: 'ContextOverflowError', turn: 'int') -> 'list[Compacted]'",
     "end_turn": "(self, turn: 'int') -> 'list[Compacted]'",
     "compact": "(self, level: 'int', reason: 'str', turn: 'int') -> 'Compacted | None'",

@@ -9,7 +9,8 @@ import pytest
 from test_context_doubles import code_text
 
 from swival.context import caps, compaction
-from swival.context.budget import Budget, Calibration
+from swival.context.budget import Budget
+from swival.context.calibration import Calibration, Reading
 from swival.context.compaction import ResultInfo
 from swival.context.errorlines import error_lines
 from swival.context.ledger import Ledger, error_line
@@ -55,10 +56,12 @@ def test_budget_numbers_at_8k() -> None:
 
 def test_calibration_moving_average_and_clamp() -> None:
     calibration = Calibration()
-    calibration.observe(1200, 1000)
+    calibration.observe(Reading(1200, 1000, complete=True))
     assert calibration.factor == pytest.approx(1.04)
     for _ in range(100):
-        calibration.observe(10_000, 1000)
+        calibration.observe(Reading(3900, 1000, complete=True))
+    assert calibration.factor == 3.0
+    calibration.observe(Reading(100_000, 1000, complete=True))  # another prompt entirely
     assert calibration.factor == 3.0
     calibration.jump(500, 1000)
     assert calibration.factor == 3.0  # a jump never lowers it

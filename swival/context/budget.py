@@ -19,9 +19,6 @@ from dataclasses import dataclass
 OUTPUT_FLOOR = 256  # the smallest reply we ever ask for
 OUTPUT_SHARE = 0.15  # share of the window held back for the reply when budgeting
 SAFETY_SHARE = 0.02  # headroom for counting error when sizing the reply
-CALIBRATION_ALPHA = 0.2
-CALIBRATION_MIN = 0.5
-CALIBRATION_MAX = 3.0
 
 
 @dataclass(frozen=True)
@@ -54,34 +51,3 @@ class Budget:
         """The max_tokens to send with a prompt of `prompt_tokens` (calibrated)."""
         room = self.window - prompt_tokens - int(self.window * SAFETY_SHARE)
         return max(OUTPUT_FLOOR, min(self.max_output_tokens, room))
-
-
-class Calibration:
-    """Corrects our counts with the prompt sizes the server reports.
-
-    factor <- 0.8 * factor + 0.2 * (reported / estimated), clamped to [0.5, 3.0]:
-    the slow average resists one odd reply, the clamp a broken one. The tool schemas
-    are part of both figures.
-    """
-
-    def __init__(self) -> None:
-        self.factor = 1.0
-
-    def apply(self, raw_tokens: int) -> int:
-        return int(raw_tokens * self.factor + 0.5)
-
-    def observe(self, reported: int, raw_tokens: int) -> None:
-        """Fold in one server figure for a prompt we counted as `raw_tokens`."""
-        if reported <= 0 or raw_tokens <= 0:
-            return
-        ratio = reported / raw_tokens
-        blended = (1 - CALIBRATION_ALPHA) * self.factor + CALIBRATION_ALPHA * ratio
-        self.factor = min(CALIBRATION_MAX, max(CALIBRATION_MIN, blended))
-
-    def jump(self, reported: int, raw_tokens: int) -> None:
-        """After an overflow the server's figure is the truth: adopt it at once
-        (never lowering the factor), rather than averaging it in slowly."""
-        if reported <= 0 or raw_tokens <= 0:
-            return
-        ratio = reported / raw_tokens
-        self.factor = min(CALIBRATION_MAX, max(self.factor, ratio))

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from swival.context import caps
-from swival.context.budget import Budget, Calibration
+from swival.context.budget import Budget
+from swival.context.calibration import Calibration
 from swival.context.compaction import ResultInfo
 from swival.context.ledger import Ledger
 from swival.context.protocols import Collapse, KnowledgeLike, ScopeLike

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from swival.context import caps
 from swival.context.budget import OUTPUT_FLOOR, SAFETY_SHARE
+from swival.context.calibration import Reading
 from swival.context.levels import Compacting
 from swival.context.protocols import KnowledgeLike
 from swival.context.restore import SnapshotOps
@@ -138,22 +139,37 @@ class ContextEngine(SnapshotOps, Compacting):
 
     # ----- calibration and overflow ----------------------------------------------------------
 
-    def record_usage(self, usage: Usage, prepared: Prepared) -> None:
-        """Fold the server's prompt size for `prepared` into the calibration. Figures
-        far off our count (a server that cut the prompt) are ignored here."""
+    def record_usage(self, usage: Usage, prepared: Prepared) -> ContextOverflowError | None:
+        """Fold the server's prompt size for `prepared` into the calibration (see
+        calibration.py for which figures count and how). Returns a `truncated` overflow,
+        carrying the window the server really runs, when the figure shows the server
+        silently cut the prompt: the reply was written without part of the prompt, so the
+        agent hands it to `on_overflow` and asks again."""
         if self._last_sent is None or self._last_sent[0] is not prepared:
-            return
-        raw = self._last_sent[1]
-        if raw > 0 and 0.25 <= usage.prompt_tokens / raw <= 4.0:
-            self.calibration.observe(usage.prompt_tokens, raw)
+            return None
+        complete = self.settings.counts_include_cache or usage.cached_tokens is not None
+        reading = Reading(usage.prompt_tokens, self._last_sent[1], complete)
+        window = self.calibration.truncated_window(reading, self.budget.window)
+        if window is not None:
+            return ContextOverflowError(
+                f"The server counted {usage.prompt_tokens} prompt tokens for a prompt of about "
+                f"{prepared.estimated_tokens}: it cut the prompt to fit a window of about "
+                f"{window} tokens.", kind="truncated", prompt_tokens=usage.prompt_tokens,
+                window=window)
+        self.calibration.observe(reading)
+        return None
 
     def on_overflow(self, error: ContextOverflowError, turn: int) -> list[Compacted]:
         """The server rejected (or cut) the last prompt: adopt its figures, compact one
         level deeper than last time, and let the agent retry. ContextExhausted when
         there is nothing left to compact."""
-        if error.window and error.window < self.budget.window:
+        learned = False
+        if error.window is not None and error.window < self.budget.window:
             self.budget = replace(self.budget, window=error.window)
-        if error.prompt_tokens and self._last_sent is not None:
+            learned = True
+        if error.kind == "truncated" and learned:
+            pass  # the count is what the server kept, not the prompt: the window is the lesson
+        elif error.prompt_tokens and self._last_sent is not None:
             self.calibration.jump(error.prompt_tokens, self._last_sent[1])
         else:
             # No figure: the rejected prompt was at least as large as the input budget

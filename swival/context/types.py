@@ -26,6 +26,7 @@ class ContextSettings:
     compaction_trigger: float = 0.85
     compaction_target: float = 0.6
     proactive_summaries: bool = False
+    counts_include_cache: bool = True  # the server's prompt counts cover cached tokens
 
 
 @dataclass(frozen=True)

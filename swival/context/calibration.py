@@ -1,0 +1,125 @@
+"""Calibration: correcting our token counts with the prompt sizes the server reports,
+and noticing from those sizes that a server silently cut a prompt.
+
+What a server's prompt count covers is not the same everywhere:
+
+- OpenAI-compatible servers (llama.cpp, LM Studio, vLLM, Ollama's `/v1`) report the
+  whole prompt in `prompt_tokens`; `cached_tokens`, when given, is the part of it read
+  from the KV cache.
+- Ollama's native `prompt_eval_count` includes the cached tokens when the reply also
+  carries `prompt_eval_cached_count` (newer releases); older releases and runners
+  count only the tokens they evaluated, so a good cache hit makes the figure small.
+
+A *complete* count (the whole prompt) corrects our count in both directions, as a
+moving average: factor <- 0.8 * factor + 0.2 * (reported / ours), clamped to
+[0.5, 3.0]. A count that may leave cached tokens out only proves the prompt was at
+least that big: it may raise the factor to its ratio, never lower it. Otherwise the
+better the cache works, the more we would under-count, until prompts overflow.
+
+Silent truncation (Ollama cuts the oldest messages to fit `num_ctx` and says
+nothing) shows in a complete count only, and only for a prompt that fills at least
+half of the window we budget on (small prompts differ from our count for harmless
+reasons, such as chat templates that leave out the tool schemas). The figure is
+compared with what the server *should* have counted: our raw count times the ratio
+the previous complete counts showed (`baseline`; servers tokenize differently, and
+the moving-average factor lags behind). Either sign is enough, on the first reply
+that shows it:
+
+- the count sits just under a power of two (97-100 % of it) that is smaller than the
+  window we assumed, while the expected count is over it: the server runs that window;
+- the count is far below the expected one: under 85 % of it (under 60 % before any
+  complete count has given a baseline).
+
+The learned window is the power of two at or above the count, when that is smaller
+than the window we assumed and the expected count is over it (local servers run
+power-of-two windows by default); else the count itself, which is what the server
+kept. A second cut under a learned power of two thus falls back to the count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALPHA = 0.2
+FACTOR_MIN = 0.5
+FACTOR_MAX = 3.0
+PLAUSIBLE = (0.25, 4.0)  # ratios outside this are a different prompt, not a tokenizer
+PINNED_SHARE = 0.97
+PINNED_MARGIN = 1.02  # our count must exceed the power of two by this much
+FILLED_SHARE = 0.5  # truncation is judged only for prompts this full
+FAR_BELOW = 0.85
+FAR_BELOW_FIRST = 0.6  # before any complete count has shown the tokenizer's ratio
+BASELINE_ALPHA = 0.5  # the expected ratio follows recent counts quickly
+SMALLEST_WINDOW = 512
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One server figure for a prompt we counted as `raw` tokens (before calibration).
+    `complete`: the figure includes tokens read from the server's cache."""
+
+    reported: int
+    raw: int
+    complete: bool
+
+
+class Calibration:
+    """The factor our counts are multiplied by, learned from the server's counts."""
+
+    def __init__(self) -> None:
+        self.factor = 1.0
+        self.baseline: float | None = None  # reported / raw of recent complete counts
+
+    def apply(self, raw_tokens: int) -> int:
+        return int(raw_tokens * self.factor + 0.5)
+
+    def observe(self, reading: Reading) -> None:
+        """Fold in one figure: both ways when complete, as a floor only otherwise.
+        Figures outside the plausible ratio (another prompt, a cut one) are ignored."""
+        if reading.reported <= 0 or reading.raw <= 0:
+            return
+        ratio = reading.reported / reading.raw
+        if not PLAUSIBLE[0] <= ratio <= PLAUSIBLE[1]:
+            return
+        if reading.complete:
+            blended = (1 - ALPHA) * self.factor + ALPHA * ratio
+            self.factor = _clamp(blended)
+            self.baseline = ratio if self.baseline is None else (
+                (1 - BASELINE_ALPHA) * self.baseline + BASELINE_ALPHA * ratio)
+        elif ratio > self.factor:
+            self.factor = _clamp(ratio)
+
+    def jump(self, reported: int, raw_tokens: int) -> None:
+        """After an overflow the server's figure is the truth: adopt it at once (never
+        lowering the factor), rather than averaging it in slowly."""
+        if reported <= 0 or raw_tokens <= 0:
+            return
+        self.factor = min(FACTOR_MAX, max(self.factor, reported / raw_tokens))
+
+    def truncated_window(self, reading: Reading, window: int) -> int | None:
+        """The window the server really runs when `reading` shows it cut the prompt
+        (see the module docstring), else None."""
+        if (not reading.complete or reading.reported <= 0
+                or self.apply(reading.raw) < FILLED_SHARE * window):
+            return None
+        expected = reading.raw * (self.baseline or 1.0)
+        power = _power_of_two_above(reading.reported)
+        pinned = (power < window and reading.reported >= PINNED_SHARE * power
+                  and expected > PINNED_MARGIN * power)
+        share = FAR_BELOW if self.baseline is not None else FAR_BELOW_FIRST
+        if not pinned and reading.reported >= share * expected:
+            return None
+        if power < window and expected > power:
+            return power
+        return max(SMALLEST_WINDOW, min(window - 1, reading.reported))
+
+
+def _power_of_two_above(tokens: int) -> int:
+    power = SMALLEST_WINDOW
+    while power < tokens:
+        power *= 2
+    return power
+
+
+def _clamp(factor: float) -> float:
+    return min(FACTOR_MAX, max(FACTOR_MIN, factor))

@@ -1,0 +1,86 @@
+"""The real agent, tools and context engine against loopback servers that count prompts
+the way real ones do (tests/countingserver.py), running the scripted sessions of
+benchmarks/scenarios.py: no prompt over the window, none cut silently (or, where a
+server hides its window, cut at most twice), the task in every prompt the model sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.scenarios import SCENARIOS, Scenario, workspace
+from swival.config import Settings
+from swival.events import Event, Notice, TurnFinished
+from swival.session import open_session
+from tests.countingserver import CountingServer
+from tests.fakeserver import text, tools
+
+
+def run_scenario(server: CountingServer, scenario: Scenario, root: Path,
+                 **settings: object) -> list[Event]:
+    workspace(root)
+    server.script(*(tools([(s.tool, s.args)], content=s.say) for s in scenario.steps),
+                  text(scenario.answer))
+    base = server.v1_url if server.kind == "openai" else server.url
+    provider = "generic" if server.kind == "openai" else server.kind
+    session = open_session(Settings(provider=provider, base_url=base, project_root=root,
+                                    yolo=True, **settings),  # type: ignore[arg-type]
+                           interactive=False)
+    return list(session.agent.run_turn(scenario.task))
+
+
+def _start(**kw: object) -> CountingServer:
+    return CountingServer(**kw).start()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("counts", ["uncached", "total+cached"])
+def test_ollama_counting_long_haul_never_truncated(tmp_path: Path, counts: str) -> None:
+    """Older Ollama leaves KV-cache hits out of prompt_eval_count: a well-reused prefix
+    must not make us under-count (it once drove calibration to 0.66 and a prompt of
+    8,269 tokens into an 8,192 num_ctx, cutting the task off)."""
+    scenario = SCENARIOS["long-haul"]
+    server = _start(kind="ollama", window=8192, counts=counts, truncate=True,
+                    marker=scenario.task[:80])
+    try:
+        events = run_scenario(server, scenario, tmp_path)
+    finally:
+        server.stop()
+    assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
+    assert len(server.seen) == len(scenario.steps) + 1  # recap calls are counted apart
+    assert server.truncations == 0, [s for s in server.seen if s.truncated]
+    assert server.without_marker == 0
+    assert max(s.total for s in server.seen) <= 8192
+    if counts == "uncached":  # the cache really was hit, so the figures really were low
+        assert sum(s.cached for s in server.seen) > sum(s.kept for s in server.seen) / 2
+
+
+@pytest.mark.parametrize("name", ["investigate", "long-haul"])
+def test_tokenizer_counting_more_than_ours_never_overflows(tmp_path: Path, name: str) -> None:
+    """A server whose tokenizer counts 15 % more than cl100k: calibration catches up
+    before the window is reached, so llama.cpp never has to reject a prompt."""
+    server = _start(kind="llamacpp", window=8192, scale=1.15)
+    try:
+        events = run_scenario(server, SCENARIOS[name], tmp_path)
+    finally:
+        server.stop()
+    assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
+    assert max(s.total for s in server.seen) <= 8192
+    assert not [e for e in events if isinstance(e, Notice) and "rejected" in e.text]
+
+
+def test_silent_truncation_is_learned_from_the_first_cut_reply(tmp_path: Path) -> None:
+    """An OpenAI-compatible endpoint (Ollama's /v1) that silently drops the front of
+    prompts over a 4,096 window it does not report: we budget on 8,192 until the
+    first cut reply shows the real window, then compact and ask again."""
+    scenario = SCENARIOS["investigate"]
+    server = _start(kind="openai", window=4096, truncate=True, marker=scenario.task[:80])
+    try:
+        events = run_scenario(server, scenario, tmp_path)
+    finally:
+        server.stop()
+    assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
+    assert 1 <= server.truncations <= 2
+    assert server.without_marker <= 2
+    learned = [e for e in events if isinstance(e, Notice) and "4096 tokens" in e.text]
+    assert learned, "the user is told the server cut the prompt"
