@@ -18,13 +18,22 @@ from swival.events import (
     ModelCallFinished,
     ModelCallStarted,
     Notice,
+    ReplyRestarted,
     TextDelta,
     ToolFinished,
     ToolStarted,
     TurnFinished,
 )
 from swival.messages import Message, ToolCall, ToolResult, Usage
-from swival.providers.base import ChatRequest, Completion, Provider, TextChunk, complete
+from swival.providers.base import (
+    ChatRequest,
+    Completion,
+    Provider,
+    Restart,
+    TextChunk,
+    complete,
+)
+from swival.providers.repair import repair_note
 from swival.tools.base import ToolContext
 from swival.tools.registry import ToolRegistry
 
@@ -147,6 +156,8 @@ class Agent:
                 for item in self.provider.stream(request):
                     if isinstance(item, TextChunk):
                         yield TextDelta(item.text)
+                    elif isinstance(item, Restart):
+                        yield ReplyRestarted(item.reason)
                     else:
                         completion = item
             except ContextOverflowError as error:
@@ -162,6 +173,8 @@ class Agent:
                 )
             yield ModelCallFinished(completion.usage, prepared.estimated_tokens)
             if cut is None:
+                if completion.notes:
+                    yield Notice("Repaired: " + "; ".join(completion.notes) + ".")
                 return completion
             # The reply was written without the part of the prompt the server dropped.
             yield Notice(f"{cut} Compacting to fit and asking again.", "warning")
@@ -175,6 +188,9 @@ class Agent:
         yield ToolStarted(call)
         started = time.monotonic()
         result = self.tools.run(call, self.tool_ctx)
+        note = repair_note(call)
+        if note is not None:  # tell the model what was fixed, so it can write it right
+            result = replace(result, content=f"{note}\n{result.content}")
         if self.config.secrets:
             result = replace(result, content=redact(result.content, self.config.secrets))
         if result.effect is not None:

@@ -64,9 +64,14 @@ def run(  # noqa: PLR0913 - one parameter per documented option
     max_output_tokens: Annotated[int | None, Opt(help="Most tokens per reply [32768].")] = None,
     max_turns: Annotated[int | None, Opt(help="Most model calls per request [100].")] = None,
     temperature: Annotated[float | None, Opt(help="Sampling temperature.")] = None,
-    request_timeout: Annotated[float | None, Opt(help="Seconds to wait for the model [600].")]
+    request_timeout: Annotated[float | None, Opt(help="Seconds to wait for a reply to start "
+                                                 "[900].")] = None,
+    idle_timeout: Annotated[float | None, Opt(help="Seconds a streaming reply may go without "
+                                              "new data [600].")] = None,
+    retries: Annotated[int | None, Opt(help="Retries on 429/5xx/dropped connections [3].")]
     = None,
-    retries: Annotated[int | None, Opt(help="Retries on 429/5xx/connection errors [3].")] = None,
+    retry_after_max: Annotated[float | None, Opt(help="Longest Retry-After wait honoured "
+                                                 "[60].")] = None,
     quiet: Annotated[bool | None, Opt("--quiet/--no-quiet", "-q", help="Only the answer and "
                                       "errors.")] = None,
     json_output: Annotated[bool | None, Opt("--json/--no-json", help="Print one JSON object.")]
@@ -103,7 +108,8 @@ def run(  # noqa: PLR0913 - one parameter per documented option
         provider=provider, base_url=base_url, model=model, api_key=api_key,
         max_context_tokens=max_context_tokens, max_output_tokens=max_output_tokens,
         max_turns=max_turns, temperature=temperature, request_timeout=request_timeout,
-        retries=retries, quiet=quiet, json=json_output, yolo=yolo, commands=commands,
+        idle_timeout=idle_timeout, retries=retries, retry_after_max=retry_after_max,
+        quiet=quiet, json=json_output, yolo=yolo, commands=commands,
         command_timeout=command_timeout, add_dir=add_dir or None, add_dir_ro=add_dir_ro or None,
         tool_result_share=tool_result_share, compaction_trigger=compaction_trigger,
         compaction_target=compaction_target, proactive_summaries=proactive_summaries,

@@ -18,6 +18,8 @@ from typing import Literal
 from swival.agent import Agent
 from swival.context.knowledge import Knowledge
 from swival.events import Compacted
+from swival.providers.factory import spent
+from swival.providers.hosted import PRICE_SOURCE
 
 ReplyLevel = Literal["info", "warning", "error"]
 USER_TURN = 0  # compactions asked for by the user are not tied to a model turn
@@ -152,8 +154,12 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
             f"  level 3 (keep pinned knowledge, a recap and the last two turns) if still "
             f"above {target}."
         )
+    footer += "" if footer.endswith(".") else "."
+    cost = spent(agent.provider)
+    if cost is not None:
+        footer += f"\nCost so far: ${cost:.4f} ({PRICE_SOURCE})."
     return CommandReply("Context use:", headers=("category", "tokens", "% of window"),
-                        rows=tuple(rows), footer=footer + ("" if footer.endswith(".") else "."))
+                        rows=tuple(rows), footer=footer)
 
 
 def _share(value: int, window: int) -> str:

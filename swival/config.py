@@ -97,8 +97,14 @@ KEYS: tuple[Key, ...] = (
     Key("max_turns", int, 100, "Most model calls for one request", minimum=1),
     Key("temperature", float, None, "Sampling temperature; default: the server's", True,
         minimum=0),
-    Key("request_timeout", float, 600.0, "Seconds to wait for a model reply", minimum=1),
-    Key("retries", int, 3, "Retries on connection errors, 429 and 5xx", minimum=0),
+    Key("request_timeout", float, 900.0, "Seconds to wait for a reply to start (loading the "
+        "model and processing the prompt included)", minimum=1),
+    Key("idle_timeout", float, 600.0, "Seconds a streaming reply may go without new data",
+        minimum=1),
+    Key("retries", int, 3, "Retries on connection errors, dropped streams, 429 and 5xx",
+        minimum=0),
+    Key("retry_after_max", float, 60.0, "Longest wait honoured from a server's Retry-After",
+        minimum=0),
     Key("quiet", bool, False, "One-shot: print nothing but the answer and errors"),
     Key("json", bool, False, "One-shot: print one JSON object instead of the answer"),
     Key("yolo", bool, False, "Allow every command and write without asking", trusted_only=True),
@@ -134,8 +140,10 @@ class Settings:
     max_output_tokens: int = 32768
     max_turns: int = 100
     temperature: float | None = None
-    request_timeout: float = 600.0
+    request_timeout: float = 900.0
+    idle_timeout: float = 600.0
     retries: int = 3
+    retry_after_max: float = 60.0
     quiet: bool = False
     json: bool = False
     yolo: bool = False

@@ -25,6 +25,15 @@ class ModelCallStarted:
 
 
 @dataclass(frozen=True)
+class ReplyRestarted:
+    """The reply being streamed was cut and is asked for again: the text deltas since the
+    last ModelCallStarted are superseded (the REPL shows them as such). `reason` is for a
+    person."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class ModelCallFinished:
     """A model call completed; `usage` as reported by the server, when it reported one."""
 
@@ -81,6 +90,7 @@ class TurnFinished:
 Event = (
     TextDelta
     | ModelCallStarted
+    | ReplyRestarted
     | ModelCallFinished
     | ToolStarted
     | ToolFinished

@@ -20,12 +20,15 @@ class ToolCall:
 
     `arguments_error` is set when the model's argument text could not be parsed
     or repaired; the call is then answered with that error instead of being run.
+    `repairs` names what was fixed in argument text that was not valid JSON (e.g.
+    "single quotes"), so the model can be told along with the result.
     """
 
     id: str
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
     arguments_error: str | None = None
+    repairs: tuple[str, ...] = ()
 
     def arguments_json(self) -> str:
         return json.dumps(dict(self.arguments), ensure_ascii=False, sort_keys=True)

@@ -15,6 +15,7 @@ from typing import Any
 from swival.config import Settings, known_secrets
 from swival.errors import SwivalError, redact
 from swival.events import Compacted, Event, ToolFinished, TurnFinished
+from swival.providers.factory import spent
 from swival.render import ProgressPrinter, stderr_console
 from swival.session import Session
 
@@ -111,6 +112,7 @@ def print_failure(settings: Settings, error: SwivalError) -> int:
         "provider": settings.provider, "base_url": settings.base_url, "model": settings.model,
         "window": settings.max_context_tokens, "window_source": None, "session_id": None,
         "ignored_project_keys": list(settings.held_back),
+        "cost_usd": None,
     }
     print(json.dumps(report, ensure_ascii=False))
     return error.exit_code
@@ -140,4 +142,5 @@ def _report(session: Session, tally: Tally, code: int, error: SwivalError | None
         "window_source": info.window.source,
         "session_id": session.agent.context.session_id,
         "ignored_project_keys": list(session.settings.held_back),
+        "cost_usd": spent(session.provider),
     }

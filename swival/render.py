@@ -28,6 +28,7 @@ from swival.events import (
     ModelCallFinished,
     ModelCallStarted,
     Notice,
+    ReplyRestarted,
     TextDelta,
     ToolFinished,
     ToolStarted,
@@ -243,7 +244,10 @@ class ProgressPrinter:
         elif isinstance(event, Compacted):
             self.console.print(f"[yellow]{escape(compaction_line(event))}[/yellow]")
         elif isinstance(event, Notice) and event.level != "error":
-            self.console.print(f"[yellow]{escape(event.text)}[/yellow]")
+            style = "dim" if event.level == "info" else "yellow"
+            self.console.print(f"[{style}]{escape(event.text)}[/{style}]", soft_wrap=True)
+        elif isinstance(event, ReplyRestarted):
+            self.console.print(f"[yellow]{escape(event.reason)}[/yellow]", soft_wrap=True)
         elif isinstance(event, TurnFinished) and event.reason == "max_turns":
             self.console.print(f"[red]{escape(event.answer)}[/red]")
 
@@ -277,6 +281,8 @@ class TurnView:
         elif isinstance(event, TextDelta):
             self._waiting_since = None
             self._buffer.append(event.text)
+        elif isinstance(event, ReplyRestarted):
+            self._superseded(event)
         elif isinstance(event, ModelCallFinished):
             self._waiting_since = None
         elif isinstance(event, ToolStarted):
@@ -380,6 +386,17 @@ class TurnView:
             parts.append(Spinner("dots", Text(f"thinking · {elapsed:.1f}s", style="dim")))
         parts.append(self.status.text(width))
         return Group(*parts)
+
+    def _superseded(self, event: ReplyRestarted) -> None:
+        """The streamed text so far will not be the reply: keep it on screen struck through,
+        say why, and wait for the new reply."""
+        partial = "".join(self._buffer).strip()
+        self._buffer.clear()
+        if partial:
+            self.console.print(Text(partial, style="dim strike"))
+        self.console.print(Text(f"↻ {event.reason} The text above is superseded.",
+                                style="yellow"))
+        self._waiting_since = self.clock()
 
     def _flush_text(self) -> None:
         """Print what streamed so far as markdown (narration before tool calls, or what

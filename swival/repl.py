@@ -6,8 +6,9 @@ Alt-Enter sends) inserts a newline; pasted text stays one message (bracketed pas
 during a turn cancels it and keeps the conversation; on the prompt it only clears the line.
 Ctrl-D or /exit leaves with exit code 0.
 
-litellm takes seconds to import, so it loads in a background thread while the prompt is
-already up; a request sent before it is ready waits for it.
+What the first request needs (the tokenizer, the HTTP client, litellm for a hosted model)
+loads in a background thread while the prompt is already up; a request sent before it is
+ready waits for it behind a live spinner.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from prompt_toolkit.styles import Style
 from swival import __version__
 from swival.commands import BREAKDOWN_LABELS, COMMANDS, CommandReply, dispatch, is_command
 from swival.errors import SwivalError, Terminated
+from swival.providers.factory import warm_up
 from swival.render import Status, TurnView, make_console, preload
 
 if TYPE_CHECKING:
@@ -49,23 +51,18 @@ TOOLBAR_STYLES = {"ok": "class:bottom-toolbar", "warn": "class:bottom-toolbar.wa
 Answer = Literal["once", "always", "deny"]
 
 
-def _default_warm_up() -> None:
-    from swival.providers.factory import warm_up
-
-    warm_up()
-
-
 @dataclass
 class ReplIO:
-    """Where the REPL reads and writes. Defaults: the real terminal. Tests pass a pipe
-    input, a dummy output, a console file and a no-op warm-up."""
+    """Where the REPL reads and writes. Defaults: the real terminal, and a warm-up that loads
+    the session's model client. Tests pass a pipe input, a dummy output, a console file and a
+    no-op warm-up."""
 
     input: Input | None = None
     output: Output | None = None
     console_file: IO[str] | None = None
     width: int | None = None
     color: bool | None = None
-    warm_up: Callable[[], None] = _default_warm_up
+    warm_up: Callable[[], None] | None = None
     history: bool = True
 
 
@@ -161,7 +158,10 @@ class Repl:
         self.prompt.app.invalidate()  # redraw the toolbar with the figure
         try:
             preload()
-            self.io.warm_up()
+            if self.io.warm_up is not None:
+                self.io.warm_up()
+            else:
+                warm_up(self.session.provider)
         except BaseException as error:  # reported when the first request needs it
             self._warm_error = error
 

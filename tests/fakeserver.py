@@ -8,9 +8,11 @@
 Construction: `FakeServer(kind, window=8192, model="test-model", **options)`; it listens on
 127.0.0.1, port 0, in a daemon thread (start/stop with `with`, or `.start()` / `.stop()`).
 
-What it records: `requests` (parsed JSON bodies of every chat call, in order), `hits`
-(every `(method, path)`), `num_ctx_seen` (Ollama `options.num_ctx` of every chat call, None
-when absent), `disconnects` (how many clients hung up while a reply was held back).
+What it records: `requests` (parsed JSON bodies of every chat call, in order), `times` (when
+each chat call arrived, `time.monotonic()`, so tests can measure the waits between retries),
+`hits` (every `(method, path)`), `auth` (the Authorization header of every chat call, None
+when absent), `num_ctx_seen` (Ollama `options.num_ctx` of every chat call,
+None when absent), `disconnects` (how many clients hung up while a reply was held back).
 
 Script items, taken one per chat call (`/v1/chat/completions` or `/api/chat`):
 - `Reply(...)` — build with `text(...)`, `tool(name, **args)`, `tools([...])`, `error(...)`;
@@ -23,10 +25,15 @@ the computed figures; `finish_reason`; `status`/`body` for an error reply; `mode
 "normal", "die" (close the connection mid-stream), "truncated" (cut the last SSE event and end
 without finish reason or [DONE]), "malformed" (a body or SSE event that is not JSON), "hang"
 (send nothing for `hang` seconds, noticing a client that hangs up), "empty" (HTTP 200 with an
-empty stream); `chunk` (characters per text delta) and `arg_chunk` (characters per tool
-argument delta, so arguments arrive split across chunks); `send_usage=False` leaves out the
-final usage chunk; `cached` adds a cached-token figure (OpenAI
-`prompt_tokens_details.cached_tokens`, Ollama `prompt_eval_cached_count`).
+empty stream), "trickle" (send half of the events, then only SSE keep-alive comments every
+0.1 s for `hang` seconds, then the rest; with no text the trickle comes before any content);
+`chunk` (characters per text delta) and `arg_chunk` (characters per tool argument delta, so
+arguments arrive split across chunks); `delay` (seconds between streamed events: a slow but
+steady generation); `send_usage=False` leaves out the final usage chunk; `cached` adds a
+cached-token figure (OpenAI `prompt_tokens_details.cached_tokens`, Ollama
+`prompt_eval_cached_count`); `headers` (extra response headers, e.g. `{"Retry-After": "2"}` on
+a 429); `raw` (the exact SSE lines to stream instead of the generated events, e.g. comments,
+reasoning deltas or error events).
 
 The window: the prompt is estimated at 1 token per 4 characters of the JSON messages and
 tools (`count_prompt`; tests/countingserver.py counts the way real servers do). Over the
@@ -67,6 +74,9 @@ class Reply:
     arg_chunk: int = 5
     send_usage: bool = True
     cached: int | None = None
+    delay: float = 0.0
+    headers: tuple[tuple[str, str], ...] = ()
+    raw: tuple[str, ...] | None = None
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -81,8 +91,11 @@ def tools(calls: list[tuple[str, Any]], content: str = "", **kw: Any) -> Reply:
     return Reply(text=content, tool_calls=tuple(calls), **kw)
 
 
-def error(status: int, message: str = "server error", **kw: Any) -> Reply:
-    return Reply(status=status, body={"error": {"message": message, "code": status}}, **kw)
+def error(status: int, message: str = "server error", *, retry_after: str | None = None,
+          **kw: Any) -> Reply:
+    headers = (("Retry-After", retry_after),) if retry_after is not None else ()
+    return Reply(status=status, body={"error": {"message": message, "code": status}},
+                 headers=headers, **kw)
 
 
 def estimate_tokens(body: dict[str, Any]) -> int:
@@ -103,6 +116,8 @@ class FakeServer:
     param_num_ctx: int | None = None
     trained: int | None = 32768
     requests: list[dict[str, Any]] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    auth: list[str | None] = field(default_factory=list)
     hits: list[tuple[str, str]] = field(default_factory=list)
     num_ctx_seen: list[int | None] = field(default_factory=list)
     disconnects: int = 0
@@ -155,6 +170,7 @@ class FakeServer:
     def next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
+            self.times.append(time.monotonic())
             item = self._queue.pop(0) if self._queue else None
         if item is None:
             return error(500, f"FakeServer: script exhausted at request {len(self.requests)}")
@@ -243,9 +259,12 @@ class _Handler(BaseHTTPRequestHandler):
             data = {"_unparsed": raw.decode("utf-8", "replace")}
         return data if isinstance(data, dict) else {"_body": data}
 
-    def _send_json(self, status: int, payload: Any, raw: bytes | None = None) -> None:
+    def _send_json(self, status: int, payload: Any, raw: bytes | None = None,
+                   headers: tuple[tuple[str, str], ...] = ()) -> None:
         data = raw if raw is not None else json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Connection", "close")
@@ -290,6 +309,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str, body: dict[str, Any]) -> None:
         path = self.path.split("?")[0].rstrip("/")
         self.fake.hits.append((method, path))
+        if method == "POST" and path in ("/v1/chat/completions", "/chat/completions",
+                                         "/api/chat"):
+            self.fake.auth.append(self.headers.get("Authorization"))
         if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
             return self._openai_chat(body)
         if method == "POST" and path == "/api/chat" and self.fake.kind == "ollama":
@@ -304,7 +326,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.mode == "hang" and self._wait_or_notice_hangup(reply.hang):
             return True
         if reply.status != 200:
-            self._send_json(reply.status, reply.body)
+            self._send_json(reply.status, reply.body, headers=reply.headers)
             return True
         if overflow is not None:
             self._send_json(*overflow)
@@ -328,6 +350,8 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.mode == "empty":
             self._chunk(b"data: [DONE]\n\n")
             return self._end_chunked()
+        if reply.raw is not None:
+            return self._send_events(reply, list(reply.raw))
         events = _openai_events(self.fake.model, reply)
         prompt_t, completion_t = self._usage(reply, prompt, reply.text)
         usage: dict[str, Any] = {"prompt_tokens": prompt_t, "completion_tokens": completion_t,
@@ -351,9 +375,30 @@ class _Handler(BaseHTTPRequestHandler):
             lines[-1] = lines[-1][: len(lines[-1]) // 2]
         if reply.mode == "malformed":
             lines.insert(1, "data: {not json at all\n\n")
-        for line in lines:
+        stall_at = -1
+        if reply.mode == "trickle":  # after the role event when there is nothing to say
+            stall_at = len(lines) // 2 if reply.text or reply.tool_calls else 1
+        for i, line in enumerate(lines):
+            if i == stall_at and self._trickle(reply.hang):
+                return
+            if reply.delay and i:
+                time.sleep(reply.delay)
             self._chunk(line.encode())
         self._end_chunked()
+
+    def _trickle(self, seconds: float) -> bool:
+        """Send only keep-alive comments for `seconds`; True if the client hung up."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                self._chunk(b": keep-alive\n\n")
+            except OSError:
+                with self.fake._lock:
+                    self.fake.disconnects += 1
+                return True
+            if self._wait_or_notice_hangup(0.1):
+                return True
+        return False
 
     def _openai_plain(self, body: dict[str, Any], reply: Reply, prompt: int) -> None:
         if reply.mode == "malformed":

@@ -52,6 +52,7 @@ def test_json_report(fake_server: Any, project: Path) -> None:
     assert report["files_changed"] == [{"path": "app.py", "change": "modified"}]
     assert report["window"] == 16384 and "LM Studio" in report["window_source"]
     assert report["tokens"]["prompt"] > 0 and report["compactions"] == []
+    assert report["cost_usd"] is None  # a local server costs nothing we could price
     assert (project / ".swival" / "sessions" / f"{report['session_id']}.jsonl").is_file()
 
 

@@ -58,6 +58,19 @@ def test_bursts_of_429_and_500_are_retried(fake_server: Any, tmp_path: Path) -> 
     result = run_swival(server, tmp_path, "-p", "hi")
     assert (result.returncode, result.stdout) == (0, "finally\n")
     assert len(server.requests) == 4
+    waits = [b - a for a, b in zip(server.times, server.times[1:], strict=False)]
+    for wait, nominal in zip(waits, (0.5, 1.0, 2.0), strict=True):  # backoff, +/-25 % jitter
+        assert 0.75 * nominal - 0.05 <= wait <= 1.25 * nominal + 1.0, waits
+
+
+def test_retry_after_is_honoured_and_capped(fake_server: Any, tmp_path: Path) -> None:
+    server = fake_server(kind="llamacpp").script(
+        error(429, "slow down", retry_after="2"), error(503, "loading", retry_after="3600"),
+        text("served"))
+    result = run_swival(server, tmp_path, "--retry-after-max", "1", "-p", "hi")
+    assert (result.returncode, result.stdout) == (0, "served\n"), result.stderr
+    first, second = (b - a for a, b in zip(server.times, server.times[1:], strict=False))
+    assert 1.0 <= first < 2.5 and 1.0 <= second < 2.5  # both asked for more than the cap
 
 
 def test_hanging_server_times_out_with_a_clear_message(fake_server: Any, tmp_path: Path,
@@ -72,18 +85,35 @@ def test_hanging_server_times_out_with_a_clear_message(fake_server: Any, tmp_pat
     assert_transcript_intact(tmp_path)
 
 
-@pytest.mark.parametrize("mode", ["malformed", "truncated"])
+MID_REPLY_BREAKS = {
+    "truncated": Reply(text="partial answer", mode="truncated"),
+    "malformed": Reply(raw=(
+        'data: {"choices": [{"index": 0, "delta": {"content": "partial "}}]}\n\n',
+        'data: {"choices": [{"index": 0, "delta": {"content": "answer"}}]}\n\n',
+        "data: {not json at all\n\n")),
+    "die": Reply(text="partial answer that is long enough to be cut", chunk=3, mode="die"),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(MID_REPLY_BREAKS))
 def test_broken_bodies_are_retried(fake_server: Any, tmp_path: Path, mode: str) -> None:
-    server = fake_server(kind="llamacpp").script(Reply(text="partial answer", mode=mode),
-                                                 text("clean answer"))
+    """Text had streamed before the break, but nobody saw it (one-shot shows only the final
+    answer): the reply is asked for again and the run succeeds."""
+    server = fake_server(kind="llamacpp").script(MID_REPLY_BREAKS[mode], text("clean answer"))
     result = run_swival(server, tmp_path, "-p", "hi")
-    assert result.returncode in (0, 1), result.stderr
-    assert "Traceback" not in result.stderr
-    if result.returncode == 0:
-        assert result.stdout.strip() in ("clean answer", "partial answer")
-    else:
-        assert server.url in result.stderr
+    assert (result.returncode, result.stdout) == (0, "clean answer\n"), result.stderr
+    assert "Traceback" not in result.stderr and "The reply was cut" in result.stderr
+    assert len(server.requests) == 2
     assert_transcript_intact(tmp_path)
+
+
+def test_dropped_stream_is_retried_in_json_mode(fake_server: Any, tmp_path: Path) -> None:
+    server = fake_server(kind="llamacpp").script(MID_REPLY_BREAKS["die"], text("clean answer"))
+    result = run_swival(server, tmp_path, "--json", "-p", "hi")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["answer"], report["exit_reason"]) == ("clean answer", "done")
+    assert result.stderr == "" and len(server.requests) == 2
 
 
 def test_invalid_tool_arguments_go_back_to_the_model(fake_server: Any, tmp_path: Path) -> None:
@@ -96,10 +126,25 @@ def test_invalid_tool_arguments_go_back_to_the_model(fake_server: Any, tmp_path:
     result = run_swival(server, tmp_path, "-p", "read a.txt")
     assert (result.returncode, result.stdout) == (0, "done\n"), result.stderr
     results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert "alpha" in results[0]
+    note, _, content = results[0].partition("\n")  # the model is told what was repaired
+    assert note == "[note: this call was repaired before it ran: unclosed brackets]"
+    assert "alpha" in content
     assert results[1].startswith("error:") and "JSON" in results[1]
     assert "Did you mean `read_file`" in results[2]
+    assert "Repaired: the arguments of read_file (unclosed brackets)." in result.stderr
     assert_transcript_intact(tmp_path)
+
+
+def test_write_cut_by_the_output_limit_writes_nothing(fake_server: Any, tmp_path: Path) -> None:
+    cut = '{"file_path": "big.py", "content": "def main():\\n    for i in range(10):\\n      '
+    server = fake_server(kind="llamacpp", window=32768).script(
+        Reply(tool_calls=(("write_file", cut),), finish_reason="length", usage=(2000, 4096)),
+        text("I will write it in parts."))
+    result = run_swival(server, tmp_path, "--yolo", "-p", "write big.py")
+    assert (result.returncode, result.stdout) == (0, "I will write it in parts.\n"), result.stderr
+    assert not (tmp_path / "big.py").exists()
+    (answer,) = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert answer.startswith("error:") and "output limit" in answer and "smaller" in answer
 
 
 def _small_files_limit() -> None:

@@ -1,4 +1,4 @@
-"""The real providers (litellm for OpenAI-compatible servers, native /api/chat for Ollama)
+"""The real providers (direct SSE for OpenAI-compatible servers, native /api/chat for Ollama)
 against the loopback fake: streaming, split tool-call deltas, usage, overflow shapes on the
 wire, retries, dropped and broken streams, empty replies and Ctrl-C. A guard refuses every
 non-loopback connection for the whole module."""
@@ -23,7 +23,7 @@ from swival.errors import (
     TransientProviderError,
 )
 from swival.messages import Message, ToolCall
-from swival.providers.base import ChatRequest, Completion, Provider, TextChunk
+from swival.providers.base import ChatRequest, Completion, Provider, Restart, TextChunk
 from swival.providers.factory import connect
 from swival.providers.streaming import RetryPolicy
 from tests.fakeserver import FakeServer, Reply, error, text, tool, tools
@@ -101,11 +101,11 @@ def test_split_tool_call_deltas_are_assembled(fake_server: Make) -> None:
 def test_broken_streamed_arguments_are_repaired_or_reported(fake_server: Make) -> None:
     server = fake_server(kind="llamacpp")
     server.script(tools([("read_file", "{'file_path': 'a.py',}")]),
-                  tools([("read_file", '{"file_path": "a.py" "limit": 3}')]))
+                  tools([("read_file", '{"file_path": a.py}')]))
     provider = provider_for(server)
     _, fixed = run(provider, ask())
     assert dict(fixed.message.tool_calls[0].arguments) == {"file_path": "a.py"}
-    assert any("repaired" in n for n in fixed.notes)
+    assert fixed.notes == ("the arguments of read_file (single quotes, trailing comma)",)
     _, broken = run(provider, ask())
     assert broken.message.tool_calls[0].arguments_error is not None
 
@@ -198,11 +198,27 @@ def test_malformed_stream_is_retried(fake_server: Make) -> None:
 
 
 @pytest.mark.parametrize("mode", ["die", "truncated"])
-def test_stream_cut_mid_reply_is_reported(fake_server: Make, mode: str) -> None:
+def test_stream_cut_after_text_restarts_and_retries(fake_server: Make, mode: str) -> None:
     server = fake_server(kind="llamacpp")
-    server.script(Reply(text="a long answer that will not arrive whole", chunk=2, mode=mode))
-    with pytest.raises(TransientProviderError, match="mid|dropped|kept failing"):
-        run(provider_for(server), ask())
+    server.script(Reply(text="a long answer that will not arrive whole", chunk=2, mode=mode),
+                  text("the whole answer"))
+    items = list(provider_for(server).stream(ask()))
+    restarts = [i for i, item in enumerate(items) if isinstance(item, Restart)]
+    assert len(restarts) == 1 and "cut" in items[restarts[0]].reason  # type: ignore[union-attr]
+    before = "".join(i.text for i in items[:restarts[0]] if isinstance(i, TextChunk))
+    after = "".join(i.text for i in items[restarts[0]:] if isinstance(i, TextChunk))
+    assert before and "a long answer".startswith(before[:10])
+    assert after == "the whole answer" and items[-1].message.content == after  # type: ignore[union-attr]
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("mode", ["die", "truncated"])
+def test_stream_that_keeps_getting_cut_gives_a_clear_error(fake_server: Make, mode: str) -> None:
+    server = fake_server(kind="llamacpp")
+    server.script(*[Reply(text="an answer cut every time", chunk=2, mode=mode)] * 3)
+    with pytest.raises(TransientProviderError, match="kept failing after 3 attempts"):
+        list(provider_for(server).stream(ask()))
+    assert len(server.requests) == 3
 
 
 def test_cut_stream_before_any_text_is_retried(fake_server: Make) -> None:

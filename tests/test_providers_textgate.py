@@ -18,6 +18,7 @@ from swival.providers.base import (
     Completion,
     Provider,
     ProviderInfo,
+    Restart,
     StreamItem,
     TextChunk,
     WindowInfo,
@@ -112,6 +113,8 @@ def run(provider: Provider, request: ChatRequest | None = None) -> tuple[list[st
             log = getattr(provider, "log", None)
             if log is not None:
                 log.append(("got", item.text))
+        elif isinstance(item, Restart):
+            shown.clear()
         else:
             return shown, item
     raise AssertionError("no completion")
@@ -242,12 +245,21 @@ def test_prose_held_before_a_drop_is_not_repeated_after_the_retry() -> None:
     assert provider.calls == 2 and "".join(shown) == "Hello there." == done.message.content
 
 
-def test_shown_text_still_prevents_a_retry() -> None:
+def test_shown_text_is_superseded_and_the_reply_asked_for_again() -> None:
     provider = ScriptedProvider((["I'll read it.\n", "<tool_call>"], True),
                                 (split(READ_JSON, 5), False))
-    with pytest.raises(TransientProviderError, match="dropped"):
+    items = list(provider.stream(ask()))
+    assert provider.calls == 2
+    assert [type(i) for i in items] == [TextChunk, Restart, Completion]
+    assert items[0] == TextChunk("I'll read it.") and "cut" in items[1].reason  # type: ignore[union-attr]
+    assert items[2].message.tool_calls[0].arguments == {"file_path": "src/main.py"}  # type: ignore[union-attr]
+
+
+def test_a_reply_that_keeps_dropping_ends_in_a_clear_error() -> None:
+    provider = ScriptedProvider(*[(["I'll read it.\n"], True)] * 3)
+    with pytest.raises(TransientProviderError, match="kept failing after 3 attempts"):
         run(provider)
-    assert provider.calls == 1
+    assert provider.calls == 3
 
 
 # -- over the wire ------------------------------------------------------------------------

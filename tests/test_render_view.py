@@ -12,6 +12,7 @@ from swival.events import (
     ModelCallFinished,
     ModelCallStarted,
     Notice,
+    ReplyRestarted,
     TextDelta,
     ToolFinished,
     ToolStarted,
@@ -193,6 +194,29 @@ def test_spinner_shows_elapsed_time_until_the_first_token() -> None:
     buf.truncate(0)
     con.print(view.live_body())
     assert "thinking" not in buf.getvalue() and "first words" in buf.getvalue()
+
+
+def test_a_cut_reply_is_kept_struck_through_and_marked_superseded() -> None:
+    con, buf = console(color=True)
+    view = TurnView(con, status(), clock=FakeClock())
+    view.start_turn()
+    for event in (ModelCallStarted(100, 10_000), TextDelta("The first half of"),
+                  ReplyRestarted("The reply was cut (the connection dropped); asking again "
+                                 "in 0.5 s."),
+                  TextDelta("The whole answer."), ModelCallFinished(Usage(100, 4), 100),
+                  TurnFinished("The whole answer.", "done", 1, 0, Usage(100, 4))):
+        view.handle(event)
+    out = buf.getvalue()
+    assert "\x1b[2;9mThe first half of" in out  # dim and struck through
+    assert "The reply was cut (the connection dropped)" in out and "superseded" in out
+    assert out.index("The first half of") < out.index("superseded") < out.rindex("The whole")
+
+
+def test_one_shot_progress_says_a_reply_was_cut() -> None:
+    con, buf = console()
+    ProgressPrinter(con).handle(ReplyRestarted("The reply was cut (x); asking again in 1 s."))
+    ProgressPrinter(con, quiet=True).handle(ReplyRestarted("quiet"))
+    assert buf.getvalue() == "The reply was cut (x); asking again in 1 s.\n"
 
 
 def test_running_tool_shows_its_key_argument_and_elapsed_time() -> None:

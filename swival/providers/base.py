@@ -68,10 +68,20 @@ class Completion:
     message: Message
     usage: Usage | None = None
     finish_reason: str | None = None
-    notes: tuple[str, ...] = field(default=())  # e.g. "recovered 1 tool call written as text"
+    notes: tuple[str, ...] = field(default=())  # what was repaired, e.g. "the arguments of
+    # read_file (single quotes)"; shown to the user as "Repaired: ..."
 
 
-StreamItem = TextChunk | Completion
+@dataclass(frozen=True)
+class Restart:
+    """The reply was cut after some of its text had been yielded, and is being asked for
+    again: the text chunks yielded before this item are void. `reason` says what happened,
+    for a person."""
+
+    reason: str
+
+
+StreamItem = TextChunk | Restart | Completion
 
 
 class Provider(Protocol):
@@ -80,7 +90,7 @@ class Provider(Protocol):
     def stream(self, request: ChatRequest) -> Iterator[StreamItem]:
         """Yield visible text chunks as they arrive (text that may be a tool call written
         as text is held back until the reply is complete), then exactly one `Completion`;
-        the chunks add up to the completion's content.
+        the chunks after the last `Restart` (if any) add up to the completion's content.
 
         Raises `ContextOverflowError` when the prompt did not fit (rejected or cut),
         `ProviderUnreachable`, `TransientProviderError` after retries, and lets

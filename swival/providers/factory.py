@@ -1,9 +1,10 @@
 """Build the provider the settings ask for: resolve the URL, find the model and the real window.
 
-`connect(settings)` is the only entry point the rest of Swival needs. It never imports
-litellm (the import happens on the first OpenAI-compatible call, or earlier through
-`warm_up()` in a background thread), and its discovery probes are plain HTTP with short
-timeouts.
+`connect(settings)` is the main entry point the rest of Swival needs. Its discovery probes are
+plain HTTP with short timeouts. Local servers (LM Studio, llama.cpp, Ollama, any `--base-url`)
+get a direct httpx provider and never import litellm; httpx itself is imported on the first
+call, or earlier by `warm_up(provider)` from a background thread. Only a hosted model imports
+litellm, for its window (when not configured) and its calls.
 
 Hosted models: with `--provider generic` and no `--base-url`, a litellm model string whose
 prefix names a hosted provider (`openrouter/...`, `openai/...`, `anthropic/...`) goes to that
@@ -28,9 +29,12 @@ from swival.providers.discovery import (
     discover_lmstudio,
     discover_ollama,
 )
+from swival.providers.hosted import CallConfig, HostedProvider, hosted_window
 from swival.providers.http import ProbeError
-from swival.providers.openai_compat import CallConfig, OpenAICompatProvider, import_litellm
+from swival.providers.ollama import OllamaProvider
+from swival.providers.openai_compat import OpenAICompatProvider
 from swival.providers.streaming import RetryPolicy, unreachable_message
+from swival.providers.wire import HttpChannel, Limits
 
 DEFAULT_URLS = {
     "lmstudio": "http://127.0.0.1:1234",
@@ -75,11 +79,13 @@ def _configured_window(settings: Settings, found: WindowInfo) -> WindowInfo:
 
 def _hosted(settings: Settings, policy: RetryPolicy) -> Provider:
     model = str(settings.model)
-    window = _configured_window(
-        settings, WindowInfo(None, "hosted model; set --max-context-tokens to use its window"))
+    if settings.max_context_tokens is not None:
+        window = WindowInfo(settings.max_context_tokens, CONFIGURED_WINDOW_SOURCE)
+    else:
+        window = hosted_window(model)
     info = ProviderInfo(model.split("/", 1)[0], "(hosted)", model, window, "configured")
     call = CallConfig(model, None, settings.api_key, settings.request_timeout)
-    return OpenAICompatProvider(info, policy, call)
+    return HostedProvider(info, policy, call)
 
 
 def _discover(kind: str, server: Server, model: str | None, shown_url: str) -> Discovered:
@@ -100,7 +106,8 @@ def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
     Raises ProviderUnreachable when nothing answers, ModelNotFound when no model is loaded
     or the named one is missing, UsageError for a generic provider without a URL.
     """
-    policy = policy or RetryPolicy(retries=settings.retries)
+    policy = policy or RetryPolicy(retries=settings.retries,
+                                   retry_after_max=settings.retry_after_max)
     if hosted_model(settings):
         return _hosted(settings, policy)
     kind = settings.provider
@@ -115,21 +122,29 @@ def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
     found = _discover(kind, Server(root, api_base, settings.api_key), settings.model, shown)
     window = _configured_window(settings, found.window)
     info = ProviderInfo(kind, shown, found.model, window, found.model_source)
+    limits = Limits(first=settings.request_timeout, idle=settings.idle_timeout)
     if kind == "ollama":
-        from swival.providers.ollama import OllamaProvider  # httpx: only Ollama pays for it
-
-        return OllamaProvider(info, policy, window.budget_tokens, settings.request_timeout)
-    call = CallConfig("openai/" + found.model, api_base, settings.api_key,
-                      settings.request_timeout)
-    return OpenAICompatProvider(info, policy, call)
+        channel = HttpChannel(root, limits, settings.api_key)
+        return OllamaProvider(info, policy, channel, window.budget_tokens)
+    return OpenAICompatProvider(info, policy, HttpChannel(api_base, limits, settings.api_key))
 
 
-def warm_up() -> None:
-    """Import litellm (offline, quiet) ahead of the first call; meant for a background thread.
+def warm_up(provider: Provider) -> None:
+    """Load what the provider's first call needs (httpx and its client, or litellm for a
+    hosted model) ahead of time; meant for a background thread.
 
-    Never raises: a failed import shows up, with its real error, on the first model call.
+    Never raises: a failure shows up, with its real error, on the first model call.
     """
-    try:
-        import_litellm()
-    except Exception:  # noqa: BLE001 - see docstring
-        return
+    warm = getattr(provider, "warm", None)  # test doubles have nothing to load
+    if callable(warm):
+        try:
+            warm()
+        except Exception:  # noqa: BLE001 - see docstring
+            return
+
+
+def spent(provider: Provider) -> float | None:
+    """US dollars the session's calls cost by litellm's price map (hosted models), or None
+    when unknown (local servers are free; an unpriced hosted model is unknown)."""
+    value = getattr(provider, "spent_usd", None)
+    return value if isinstance(value, float) else None

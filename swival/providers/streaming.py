@@ -9,10 +9,12 @@ overflow the server reported as an error, and any other `ProviderError` for the 
    tool call written as text, which is held until the reply is complete and repaired; then
    whatever of it is still in the repaired content is yielded just before the Completion, so
    the yielded text always adds up to the final content and recovered calls are never shown;
-2. transient failures (connection errors, 429, 5xx, timeouts) are retried `retries` times with
-   exponential backoff, but only while nothing has been yielded (held text does not count):
-   text already shown cannot be taken back, so a connection that drops mid-reply ends in
-   TransientProviderError at once;
+2. transient failures (connection errors, 429, 5xx, the time limits, a stream that drops or
+   sends garbage) are retried `retries` times, waiting what the server's `Retry-After` asks
+   (capped at `retry_after_max`) or else an exponential backoff with jitter. When the failed
+   attempt had already yielded text (held text does not count), a `Restart` item goes out
+   first: the consumer knows whether that text reached a person (only the REPL shows streamed
+   text) and marks it as superseded; the retry then streams the reply from its start;
 3. a connection refused before any call ever succeeded is ProviderUnreachable, not retried
    (the server is simply not running);
 4. the finished Completion is repaired (tool calls written as text, broken JSON arguments);
@@ -26,39 +28,60 @@ the interrupt propagates at once.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from swival.errors import (
     EmptyResponseError,
     ProviderUnreachable,
     TransientProviderError,
 )
-from swival.providers.base import ChatRequest, ProviderInfo, StreamItem, TextChunk
+from swival.providers.base import (
+    ChatRequest,
+    Completion,
+    ProviderInfo,
+    Restart,
+    StreamItem,
+    TextChunk,
+)
 from swival.providers.overflow import classify_overflow
 from swival.providers.repair import repair_completion
 from swival.providers.textgate import TextGate
 
 
 class Transient(Exception):
-    """A failure worth retrying. `refused` marks a connection nobody accepted."""
+    """A failure worth retrying. `refused` marks a connection nobody accepted; `retry_after`
+    is the wait the server asked for, in seconds, when it said."""
 
-    def __init__(self, message: str, *, refused: bool = False) -> None:
+    def __init__(self, message: str, *, refused: bool = False,
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.refused = refused
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """`retries` extra attempts; waits `backoff`, 2x`backoff`, 4x... capped at `max_wait`."""
+    """`retries` extra attempts. Waits `backoff`, 2x, 4x... (at most `max_wait`), each drawn
+    within +/-`jitter` of that, so clients that failed together do not retry together. A
+    server's Retry-After is honoured instead, plus up to `jitter` more, never past
+    `retry_after_max`."""
 
     retries: int = 3
     backoff: float = 0.5
     max_wait: float = 8.0
+    retry_after_max: float = 60.0
+    jitter: float = 0.25
+    rng: random.Random = field(default_factory=random.Random, compare=False)
 
-    def wait(self, attempt: int) -> float:
-        return float(min(self.max_wait, self.backoff * (2**attempt)))
+    def wait(self, attempt: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            asked = retry_after * (1 + self.jitter * self.rng.random())
+            return min(asked, self.retry_after_max)
+        nominal = min(self.max_wait, self.backoff * (2**attempt))
+        return nominal * (1 + self.jitter * (2 * self.rng.random() - 1))
 
 
 def unreachable_message(provider: str, url: str) -> str:
@@ -93,10 +116,10 @@ class StreamingProvider:
             gate = TextGate(request.tools)
             completion = None
             for item in self._with_retries(request, gate):
-                if isinstance(item, TextChunk):
-                    yield item
-                else:
+                if isinstance(item, Completion):
                     completion = item
+                else:
+                    yield item
             assert completion is not None
             completion = repair_completion(completion, request.tools)
             overflow = classify_overflow(
@@ -121,7 +144,7 @@ class StreamingProvider:
         Completion."""
         last = ""
         for attempt in range(self.policy.retries + 1):
-            gate.restart()  # a failed attempt's held text is dropped, never shown
+            gate.restart()  # a failed attempt's text is dropped (and superseded, if shown)
             yielded = False
             try:
                 for item in self._attempt(request):
@@ -138,14 +161,13 @@ class StreamingProvider:
                     raise ProviderUnreachable(
                         unreachable_message(self.info.provider, self.info.base_url)
                     ) from None
-                if yielded:
-                    raise TransientProviderError(
-                        f"The connection to {self.info.base_url} dropped in the middle of a "
-                        f"reply ({exc}). Check the server, then ask again."
-                    ) from None
                 last = str(exc)
-            if attempt < self.policy.retries:
-                time.sleep(self.policy.wait(attempt))
+                if attempt == self.policy.retries:
+                    break
+                wait = self.policy.wait(attempt, exc.retry_after)
+                if yielded:
+                    yield Restart(f"The reply was cut ({exc}); asking again in {wait:.1f} s.")
+            time.sleep(wait)
         raise TransientProviderError(
             f"{self.info.base_url} kept failing after {self.policy.retries + 1} attempts "
             f"({last}). Check that the server is healthy (not overloaded or out of memory), "

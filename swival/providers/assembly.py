@@ -1,0 +1,133 @@
+"""One stream assembler for every transport: wire pieces in, one `Completion` out.
+
+The OpenAI-compatible SSE transport, Ollama's NDJSON transport and the litellm path for hosted
+providers each decode their own wire format and hand the pieces to a `StreamAssembly`:
+
+- `text(piece)`: visible reply text;
+- `tool_delta(index, id, name, arguments)`: a fragment of a streamed tool call (OpenAI style:
+  the id and name arrive once, the argument text in pieces, all keyed by `index`);
+- `tool_call(id, name, arguments)`: a whole call at once (Ollama), arguments as text or object;
+- `thinking()`: reasoning the server streams separately (not part of the reply, but progress);
+- `finish(reason)`, `usage(...)`, `cached(n)`: how the reply ended, and its token figures;
+- `done()`: the server's end mark (`[DONE]`, Ollama's `done: true`); nothing follows it.
+
+`progress` counts every piece that belongs to the reply, so a transport can tell a reply that
+is still being generated from a connection that only trickles keep-alive bytes.
+
+`completion()` parses each call's argument text once (repair.py), marks a call cut by the output
+limit (finish reason `length`) as an error instead of completing it, and records what was
+repaired both on the call (for the model) and in `Completion.notes` (for the user).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from swival.messages import Message, ToolCall, Usage
+from swival.providers.base import Completion
+from swival.providers.jsonfix import parse_arguments
+from swival.providers.repair import new_call_id
+
+
+@dataclass
+class _Draft:
+    id: str = ""
+    name: str = ""
+    pieces: list[str] = field(default_factory=list)
+    whole: Mapping[str, Any] | None = None  # arguments sent as an object (Ollama)
+
+
+@dataclass
+class StreamAssembly:
+    """Collects one reply's pieces; see the module docstring."""
+
+    progress: int = 0
+    ended: bool = False  # the server's end mark arrived
+    finish_reason: str | None = None
+    _text: list[str] = field(default_factory=list)
+    _drafts: dict[int, _Draft] = field(default_factory=dict)
+    _usage: tuple[int, int] | None = None
+    _cached: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        """The server said the reply is complete (a finish reason or its end mark)."""
+        return self.ended or self.finish_reason is not None
+
+    @property
+    def has_content(self) -> bool:
+        return bool(self._text or self._drafts)
+
+    def text(self, piece: str) -> str:
+        if piece:
+            self._text.append(piece)
+            self.progress += 1
+        return piece
+
+    def thinking(self, piece: str) -> None:
+        if piece:
+            self.progress += 1
+
+    def tool_delta(self, index: Any, call_id: Any, name: Any, arguments: Any) -> None:
+        """A fragment of call `index` (a call without an index is a call of its own)."""
+        key = index if isinstance(index, int) else len(self._drafts)
+        draft = self._drafts.setdefault(key, _Draft())
+        draft.id = draft.id or (str(call_id) if call_id else "")
+        draft.name = draft.name or (str(name) if name else "")
+        if isinstance(arguments, Mapping):
+            draft.whole = arguments
+        elif arguments:
+            draft.pieces.append(str(arguments))
+        self.progress += 1
+
+    def tool_call(self, call_id: str | None, name: str, arguments: Any) -> None:
+        draft = _Draft(call_id or "", name)
+        if isinstance(arguments, Mapping):
+            draft.whole = arguments
+        elif arguments is not None:
+            draft.pieces.append(str(arguments))
+        self._drafts[len(self._drafts)] = draft
+        self.progress += 1
+
+    def finish(self, reason: str | None) -> None:
+        if reason:
+            self.finish_reason = str(reason)
+            self.progress += 1
+
+    def done(self) -> None:
+        self.ended = True
+        self.progress += 1
+
+    def usage(self, prompt: Any, completion: Any) -> None:
+        """Token figures; a reply without a positive prompt count has none."""
+        if isinstance(prompt, int) and prompt > 0:
+            self._usage = (prompt, completion if isinstance(completion, int) else 0)
+            self.progress += 1
+
+    def cached(self, tokens: Any) -> None:
+        """How many prompt tokens the server reused from its cache, when it says."""
+        if isinstance(tokens, int) and tokens >= 0:
+            self._cached = tokens
+
+    def completion(self) -> Completion:
+        """The assembled reply; tool-call arguments parsed and repaired here, once."""
+        cut = self.finish_reason == "length"
+        calls: list[ToolCall] = []
+        notes: list[str] = []
+        drafts = sorted(self._drafts.items())
+        for position, (_, draft) in enumerate(drafts):
+            raw = draft.whole if draft.whole is not None else "".join(draft.pieces)
+            parsed = parse_arguments(raw, cut_off=cut and position == len(drafts) - 1)
+            if parsed.repairs:
+                notes.append(f"the arguments of {draft.name or 'a tool call'} "
+                             f"({', '.join(parsed.repairs)})")
+            calls.append(ToolCall(draft.id or new_call_id(), draft.name, parsed.value,
+                                  parsed.error, parsed.repairs))
+        reason = self.finish_reason
+        if calls and reason in (None, "stop"):
+            reason = "tool_calls"  # Ollama says "stop" for a reply that called tools
+        message = Message(role="assistant", content="".join(self._text), tool_calls=tuple(calls))
+        usage = Usage(*self._usage, self._cached) if self._usage is not None else None
+        return Completion(message, usage, reason, tuple(notes))
