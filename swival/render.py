@@ -9,6 +9,7 @@ shorter lines rather than wrapped ones.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -34,7 +35,7 @@ from swival.events import (
     ToolStarted,
     TurnFinished,
 )
-from swival.messages import ToolCall, ToolResult, Usage
+from swival.messages import ToolCall, ToolResult, Usage, clean_text
 
 KEY_ARGUMENTS = ("file_path", "path", "pattern", "command", "action", "thought")
 LINE_WIDTH = 100
@@ -43,6 +44,15 @@ CRIT_SHARE = 0.90  # and in red from here
 DIFF_LINES = 40  # longest diff shown inline; the rest is counted, not printed
 
 Level = Literal["ok", "warn", "crit"]
+# Control characters other than tab and newline: in model or file text they could move the
+# cursor, retitle the window or worse, so they are shown as escapes instead.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def screen_text(text: str) -> str:
+    """Text from the model or from files made safe to print: control characters become
+    visible escapes (`\\x1b`) and lone surrogates U+FFFD."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", clean_text(text))
 
 
 def stderr_console() -> Console:
@@ -66,7 +76,7 @@ def key_argument(call: ToolCall, limit: int = 60) -> str:
     for name in KEY_ARGUMENTS:
         value = call.arguments.get(name)
         if isinstance(value, str) and value:
-            text = " ".join(value.split())
+            text = screen_text(" ".join(value.split()))
             return text if len(text) <= limit else text[:max(1, limit - 3)] + "..."
     return ""
 
@@ -76,7 +86,7 @@ def outcome(result: ToolResult) -> str:
     meta: dict[str, Any] = dict(result.meta)
     if result.is_error:
         first = result.content.strip().splitlines()[0] if result.content.strip() else "error"
-        return first[:LINE_WIDTH]
+        return screen_text(first[:LINE_WIDTH])
     if "exit_code" in meta:
         return f"exit {meta['exit_code']}"
     if "matches" in meta:
@@ -118,10 +128,11 @@ def tool_line(call: ToolCall, result: ToolResult, seconds: float, width: int) ->
     The key argument gets most of a narrow line; the outcome is cut first."""
     mark, style = ("✗", "red") if result.is_error else ("•", "dim")
     took = f" · {seconds:.1f}s" if seconds >= 0.1 else ""
-    room = max(12, width - len(call.name) - len(took) - 3)
+    name = screen_text(call.name)
+    room = max(12, width - len(name) - len(took) - 3)
     said = outcome(result)
     key = key_argument(call, limit=max(8, room - min(len(said) + 3, room // 3)))
-    text = Text(f"{mark} {call.name} ", style=style)
+    text = Text(f"{mark} {name} ", style=style)
     text.append(key, style="red" if result.is_error else "bold")
     text.append(f" — {said}"[:max(0, room - len(key))], style=style)
     text.append(took, style="dim")
@@ -131,7 +142,7 @@ def tool_line(call: ToolCall, result: ToolResult, seconds: float, width: int) ->
 
 def diff_text(diff: str, limit: int = DIFF_LINES) -> Text:
     """A unified diff coloured line by line (added green, removed red, hunks cyan)."""
-    lines = diff.rstrip("\n").splitlines()
+    lines = screen_text(diff.rstrip("\n")).splitlines()
     out = Text()
     for line in lines[:limit]:
         if line.startswith(("+++", "---")):
@@ -231,13 +242,14 @@ class ProgressPrinter:
 
     def handle(self, event: Event) -> None:
         if isinstance(event, Notice) and event.level == "error":
-            self.console.print(f"[red]{escape(event.text)}[/red]")
+            self.console.print(f"[red]{escape(screen_text(event.text))}[/red]")
         if self.quiet:
             return
         if isinstance(event, ToolFinished):
             style = "red" if event.result.is_error else "dim"
+            name = escape(screen_text(event.call.name))
             self.console.print(
-                f"[{style}]• {event.call.name} {escape(key_argument(event.call))} — "
+                f"[{style}]• {name} {escape(key_argument(event.call))} — "
                 f"{escape(outcome(event.result))}[/{style}]",
                 soft_wrap=True,
             )
@@ -245,11 +257,12 @@ class ProgressPrinter:
             self.console.print(f"[yellow]{escape(compaction_line(event))}[/yellow]")
         elif isinstance(event, Notice) and event.level != "error":
             style = "dim" if event.level == "info" else "yellow"
-            self.console.print(f"[{style}]{escape(event.text)}[/{style}]", soft_wrap=True)
+            self.console.print(f"[{style}]{escape(screen_text(event.text))}[/{style}]",
+                               soft_wrap=True)
         elif isinstance(event, ReplyRestarted):
             self.console.print(f"[yellow]{escape(event.reason)}[/yellow]", soft_wrap=True)
         elif isinstance(event, TurnFinished) and event.reason == "max_turns":
-            self.console.print(f"[red]{escape(event.answer)}[/red]")
+            self.console.print(f"[red]{escape(screen_text(event.answer))}[/red]")
 
 
 class TurnView:
@@ -280,7 +293,7 @@ class TurnView:
             self._waiting_since = self.clock()
         elif isinstance(event, TextDelta):
             self._waiting_since = None
-            self._buffer.append(event.text)
+            self._buffer.append(screen_text(event.text))
         elif isinstance(event, ReplyRestarted):
             self._superseded(event)
         elif isinstance(event, ModelCallFinished):
@@ -296,7 +309,7 @@ class TurnView:
             self.console.print(Text("⟳ " + compaction_line(event), style="yellow"))
         elif isinstance(event, Notice):
             style = {"info": "dim", "warning": "yellow", "error": "red"}[event.level]
-            self.console.print(Text(event.text, style=style))
+            self.console.print(Text(screen_text(event.text), style=style))
         elif isinstance(event, TurnFinished):
             self._turn_finished(event)
 
@@ -378,7 +391,7 @@ class TurnView:
             parts.append(Text("\n".join(tail), style="dim"))
         if self._tool is not None:
             call, since = self._tool
-            label = f"{call.name} {key_argument(call, max(10, width - 30))}"
+            label = f"{screen_text(call.name)} {key_argument(call, max(10, width - 30))}"
             parts.append(Spinner("dots", Text(f"{label} · {self.clock() - since:.0f}s",
                                               style="dim")))
         elif self._waiting_since is not None:
@@ -418,11 +431,11 @@ class TurnView:
         if event.reason == "done":
             self._buffer.clear()  # the answer below is the cleaned form of what streamed
             if event.answer.strip():
-                self.console.print(_markdown(event.answer))
+                self.console.print(_markdown(screen_text(event.answer)))
         else:
             self._flush_text()
             if event.answer:
-                self.console.print(Text(event.answer, style="red"))
+                self.console.print(Text(screen_text(event.answer), style="red"))
         took = self.clock() - self._turn_started if self._turn_started else 0.0
         self.console.print(Text(
             f"{event.turns} model calls · {event.tool_calls} tool calls · "

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from swival.events import Compacted
-from swival.messages import Message
+from swival.messages import Message, clean_text
 
 
 def new_session_id(now: float | None = None) -> str:
@@ -54,7 +54,10 @@ class Transcript:
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("a", encoding="utf-8")
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        # Tool metadata may carry text from the disk (file names that are not UTF-8); a log
+        # line must never fail to encode, so such characters are replaced.
+        line = clean_text(json.dumps(record, ensure_ascii=False, default=str))
+        self._file.write(line + "\n")
         self._file.flush()
 
     def message(self, message: Message, meta: Mapping[str, Any] | None = None) -> None:
@@ -88,7 +91,9 @@ def replay(path: Path) -> Replayed:
     """Rebuild the state a transcript ends in. A torn last line (a crash while
     writing) is skipped; any other bad line raises ValueError naming it."""
     out = Replayed()
-    lines = path.read_text(encoding="utf-8").splitlines()
+    # Split on "\n" only: records written with ensure_ascii=False may hold U+2028, \x85 and
+    # other characters str.splitlines() would also break at.
+    lines = path.read_text(encoding="utf-8").split("\n")
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -8,10 +8,12 @@ from typing import Any
 
 from swival.messages import ToolResult
 from swival.tools.base import ToolContext, ToolError, ToolSpec
+from swival.tools.deadline import Deadline
 from swival.tools.files import (
     atomic_write,
     capped_diff,
     check_fresh,
+    check_regular,
     count_text_lines,
     plural,
     read_text,
@@ -21,6 +23,7 @@ from swival.tools.files import (
 from swival.tools.workspace import display, resolve_write
 
 MAX_LINES_LISTED = 10
+HINT_SECONDS = 2.0
 LINE_NUMBER_PREFIX = re.compile(r"^\s*\d+\t")
 
 
@@ -52,6 +55,7 @@ class EditFile:
         name = display(ctx, path)
         if not path.exists():
             raise ToolError(f"{name} does not exist. Use write_file to create it.")
+        check_regular(ctx, path, "edit_file")
         if old_string == new_string:
             raise ToolError("old_string and new_string are the same; nothing would change.")
         if not old_string:
@@ -88,16 +92,21 @@ class EditFile:
         return ToolResult(f"Edited {name} ({where}; now {plural(lines, 'line')}).", meta=meta)
 
 
-def _line_numbers(text: str, needle: str) -> list[int]:
-    numbers, start = [], 0
-    while (at := text.find(needle, start)) != -1:
-        numbers.append(text.count("\n", 0, at) + 1)
+def _line_numbers(text: str, needle: str, limit: int) -> list[int]:
+    """Line numbers of the first `limit` occurrences, counting newlines only once (a
+    one-character needle in a big file must not cost a scan per occurrence)."""
+    numbers: list[int] = []
+    start, line, counted = 0, 1, 0
+    while len(numbers) < limit and (at := text.find(needle, start)) != -1:
+        line += text.count("\n", counted, at)
+        counted = at
+        numbers.append(line)
         start = at + 1
     return numbers
 
 
 def _found_many(text: str, old: str, count: int, name: str) -> str:
-    numbers = _line_numbers(text, old)
+    numbers = _line_numbers(text, old, MAX_LINES_LISTED)
     listed = ", ".join(map(str, numbers[:MAX_LINES_LISTED]))
     more = "" if count <= MAX_LINES_LISTED else f" and {count - MAX_LINES_LISTED} more"
     return (f"old_string occurs {count} times in {name} (lines {listed}{more}). Include more "
@@ -120,7 +129,8 @@ def _not_found(text: str, old: str, name: str) -> str:
 
 
 def _loose_match(text: str, old_lines: list[str]) -> int | None:
-    """First line number where `old_lines` match the file ignoring all whitespace."""
+    """First line number where `old_lines` match the file ignoring all whitespace (only a
+    hint for the error message, so the search gives up after HINT_SECONDS)."""
     def squash(line: str) -> str:
         return "".join(line.split())
 
@@ -132,13 +142,16 @@ def _loose_match(text: str, old_lines: list[str]) -> int | None:
     if not want:
         return None
     have = [squash(line) for line in text.split("\n")]
-    for i in range(len(have) - len(want) + 1):
-        window = have[i:i + len(want)]
-        if len(want) == 1:
-            found = want[0] in window[0]
+    deadline = Deadline(HINT_SECONDS)
+    span = len(want)
+    for i in range(len(have) - span + 1):
+        if span == 1:
+            found = want[0] in have[i]
         else:  # old_string may start and end in the middle of a line
-            found = (window[0].endswith(want[0]) and window[-1].startswith(want[-1])
-                     and window[1:-1] == want[1:-1])
+            found = (have[i].endswith(want[0]) and have[i + span - 1].startswith(want[-1])
+                     and have[i + 1:i + span - 1] == want[1:-1])
         if found:
             return i + 1
+        if i % 1024 == 0 and deadline.expired:
+            break
     return None

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from swival.tools.base import ToolContext, ToolError
 from swival.tools.output import looks_binary
+from swival.tools.regular import NotRegularFile, not_regular_message, open_regular, special_kind
 from swival.tools.workspace import display
 
 DIFF_CAP = 4096
@@ -51,12 +52,24 @@ def check_fresh(ctx: ToolContext, path: Path) -> None:
         )
 
 
+def check_regular(ctx: ToolContext, path: Path, tool: str) -> None:
+    """Raise ToolError when `path` exists and is a pipe, socket or device: writing would
+    replace it, and reading it first could block."""
+    kind = special_kind(path)
+    if kind:
+        raise ToolError(not_regular_message(display(ctx, path), kind, tool))
+
+
 def read_text(ctx: ToolContext, path: Path) -> str:
     """The UTF-8 text of an existing file that is about to be edited or replaced."""
     name = display(ctx, path)
     if path.is_dir():
         raise ToolError(f"{name} is a directory, not a file.")
-    data = path.read_bytes()
+    try:
+        with open_regular(path) as f:
+            data = f.read()
+    except NotRegularFile as exc:
+        raise ToolError(not_regular_message(name, exc.kind, "this tool")) from None
     if looks_binary(data):
         raise ToolError(f"{name} is a binary file; it cannot be edited as text.")
     try:

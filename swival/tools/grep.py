@@ -1,17 +1,28 @@
-"""grep: regex search over file contents, skipping ignored and binary files."""
+"""grep: regex search over file contents, skipping ignored, binary and special files.
+
+The scan runs under a deadline (SCAN_SECONDS): when it passes, grep returns what it found
+with a note that the search was stopped. Every match runs under a timeout (regex module; it
+counts processor time, so on a busy machine it can take longer by the clock), so a pattern
+that backtracks catastrophically on one line is stopped and reported as such.
+"""
 
 from __future__ import annotations
 
-import re
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from swival.messages import ToolResult
 from swival.tools.base import ToolContext, ToolError, ToolSpec
-from swival.tools.ignore import compile_glob, rules_above, walk
+from swival.tools.deadline import MATCH_SECONDS, Deadline
+from swival.tools.ignore import Glob, compile_glob, rules_above, walk
 from swival.tools.output import SNIFF_BYTES, looks_binary
+from swival.tools.patterns import Search, compile_search
+from swival.tools.regular import NotRegularFile, not_regular_message, open_regular, special_kind
 from swival.tools.workspace import containing_root, display, resolve_read
 
 MAX_MATCHES = 100
@@ -19,24 +30,25 @@ MAX_LINE_CHARS = 200
 # Scanning stops after this many matches so a too-broad pattern returns quickly.
 COUNT_LIMIT = 5_000
 MAX_FILE_BYTES = 10 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Search:
-    """The per-line regex, and the whole-file prefilter when one is safe."""
-
-    regex: re.Pattern[str]
-    quick: re.Pattern[str] | None
+SCAN_SECONDS = 10.0
+# Smaller files are searched line by line at once: the whole-file prefilter only pays off
+# on big ones, and a pattern that times out there would be timed out twice.
+QUICK_MIN_CHARS = 32 * 1024
 
 
 @dataclass
-class Hits:
-    """What a search found: the lines to show and the running totals."""
+class Scan:
+    """One search in progress: the lines to show, the running totals, what was skipped,
+    and the deadline (`stopped` once it cut the search short)."""
 
+    deadline: Deadline
     lines: list[str] = field(default_factory=list)
     total: int = 0
     files: int = 0
+    searched: int = 0
     skipped_large: int = 0
+    skipped_special: int = 0
+    stopped: bool = False
 
 
 class Grep:
@@ -58,38 +70,45 @@ class Grep:
         },
     )
 
+    def __init__(self, seconds: float = SCAN_SECONDS) -> None:
+        self.seconds = seconds
+
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         pattern = args["pattern"]
-        flags = re.IGNORECASE if args.get("case_insensitive") else 0
-        try:
-            search = Search(re.compile(pattern, flags), _quick_filter(pattern, flags))
-        except re.error as exc:
-            raise ToolError(
-                f"invalid regex {pattern!r}: {exc}. Escape special characters such as "
-                "( ) [ ] { } . * + ? | with a backslash to match them literally."
-            ) from exc
+        search = compile_search(pattern, bool(args.get("case_insensitive")))
         start = resolve_read(ctx, args.get("path") or ".")
         name = display(ctx, start)
         if not start.exists():
             raise ToolError(f"{name} does not exist. Use list_files to find the right path.")
+        kind = special_kind(start)
+        if kind:
+            raise ToolError(not_regular_message(name, kind, "grep"))
         include = (args.get("include") or "").strip()
-        hits = Hits()
-        for path in _candidates(ctx, start, include):
-            _search_file(ctx, path, search, hits)
-            if hits.total >= COUNT_LIMIT:
+        matcher = compile_glob(include) if include else None
+        scan = Scan(Deadline(self.seconds))
+        for path in _candidates(ctx, start, matcher, scan):
+            _search_file(ctx, path, search, scan)
+            if scan.total >= COUNT_LIMIT or scan.stopped:
                 break
-        meta = {"kind": "matches", "pattern": pattern, "path": name, "matches": hits.total}
-        return ToolResult(_render(hits, pattern, name), meta=meta)
+        scan.stopped = scan.stopped or scan.deadline.expired
+        meta = {"kind": "matches", "pattern": pattern, "path": name, "matches": scan.total}
+        return ToolResult(_render(scan, pattern, name, self.seconds), meta=meta)
 
 
-def _candidates(ctx: ToolContext, start: Path, include: str) -> Iterator[Path]:
+def _candidates(ctx: ToolContext, start: Path, matcher: Glob | None,
+                scan: Scan) -> Iterator[Path]:
     if start.is_file():
         yield start
         return
-    matcher = compile_glob(include) if include else None
     base = containing_root(ctx, start) or start
-    for path, is_dir in walk(start, rules_above(base, start)):
-        if is_dir or (matcher and not matcher.match(path.relative_to(start).as_posix())):
+    for entry in walk(start, rules_above(base, start), scan.deadline):
+        path = entry.path
+        if entry.is_dir:
+            continue
+        if matcher and not matcher.match(path.relative_to(start).as_posix(), scan.deadline):
+            continue
+        if entry.special:
+            scan.skipped_special += 1
             continue
         # A symlinked file may point outside the workspace; only follow it if it stays in.
         if path.is_symlink() and containing_root(ctx, path.resolve()) is None:
@@ -97,44 +116,63 @@ def _candidates(ctx: ToolContext, start: Path, include: str) -> Iterator[Path]:
         yield path
 
 
-def _quick_filter(pattern: str, flags: int) -> re.Pattern[str] | None:
-    """A whole-file regex that matches whenever some line matches, used to skip files
-    fast; None when lookarounds or \\A/\\Z anchors could make it disagree with
-    the per-line search."""
-    if "(?" in pattern or "\\A" in pattern or "\\Z" in pattern:
-        return None
-    return re.compile(pattern, flags | re.MULTILINE)
-
-
-def _search_file(ctx: ToolContext, path: Path, search: Search, hits: Hits) -> None:
+def _read(path: Path, scan: Scan) -> bytes | None:
+    """The bytes of a regular file of at most MAX_FILE_BYTES; None (counted) otherwise."""
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            hits.skipped_large += 1
-            return
-        data = path.read_bytes()
+        with open_regular(path) as f:
+            if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:
+                scan.skipped_large += 1
+                return None
+            return f.read(MAX_FILE_BYTES + 1)
+    except NotRegularFile:
+        scan.skipped_special += 1
     except OSError:
+        pass
+    return None
+
+
+def _search_file(ctx: ToolContext, path: Path, search: Search, scan: Scan) -> None:
+    data = _read(path, scan)
+    if data is None or looks_binary(data[:SNIFF_BYTES]):
         return
-    if looks_binary(data[:SNIFF_BYTES]):
-        return
+    scan.searched += 1
     text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
-    if search.quick is not None and not search.quick.search(text):
-        return
+    try:
+        if (search.quick is not None and len(text) >= QUICK_MIN_CHARS
+                and not search.quick.search(text, timeout=scan.deadline.timeout())):
+            return
+    except TimeoutError:
+        pass  # only a shortcut: search line by line, where the timeout is diagnosed
     name, found = "", False
     for number, line in enumerate(text.split("\n"), 1):
-        match = search.regex.search(line)
+        try:
+            match = search.line.search(line, timeout=scan.deadline.timeout())
+        except TimeoutError:
+            if scan.deadline.expired:
+                scan.stopped = True
+                break
+            raise ToolError(
+                _catastrophic(search.line.pattern, display(ctx, path), number)) from None
         if not match:
             continue
         name = name or display(ctx, path)
         found = True
-        hits.total += 1
-        if len(hits.lines) < MAX_MATCHES:
-            hits.lines.append(f"{name}:{number}: {_excerpt(line, match)}")
-        if hits.total >= COUNT_LIMIT:
+        scan.total += 1
+        if len(scan.lines) < MAX_MATCHES:
+            scan.lines.append(f"{name}:{number}: {_excerpt(line, match)}")
+        if scan.total >= COUNT_LIMIT:
             break
-    hits.files += found
+    scan.files += found
 
 
-def _excerpt(line: str, match: re.Match[str]) -> str:
+def _catastrophic(pattern: str, name: str, number: int) -> str:
+    return (f"the pattern {pattern!r} ran for more than {MATCH_SECONDS:g} s on one line "
+            f"({name}:{number}) and was stopped: it backtracks catastrophically. Use a "
+            "simpler pattern: avoid nested or overlapping repeats such as (a+)+ or (a|aa)+, "
+            "or search for a literal part of the text.")
+
+
+def _excerpt(line: str, match: regex.Match[str]) -> str:
     """The line, or for a long line a window around the match with markers."""
     line = line.strip()
     if len(line) <= MAX_LINE_CHARS:
@@ -145,16 +183,20 @@ def _excerpt(line: str, match: re.Match[str]) -> str:
     return ("…" if begin else "") + line[begin:end] + ("…" if end < len(line) else "")
 
 
-def _render(hits: Hits, pattern: str, name: str) -> str:
+def _render(scan: Scan, pattern: str, name: str, seconds: float) -> str:
     notes = []
-    if hits.skipped_large:
-        notes.append(f"{hits.skipped_large} file(s) over 10 MB not searched")
-    if not hits.lines:
-        text = f"No matches for {pattern!r} in {name}."
-        return text + (f" ({notes[0]})" if notes else "")
-    body = "\n".join(hits.lines)
-    if hits.total > len(hits.lines):
-        total = f"at least {hits.total}" if hits.total >= COUNT_LIMIT else str(hits.total)
-        notes.insert(0, f"{len(hits.lines)} of {total} matches in {hits.files} files shown; "
-                        "narrow with a more specific pattern, path or include")
-    return body + (f"\n[{'; '.join(notes)}]" if notes else "")
+    if scan.lines and scan.total > len(scan.lines):
+        total = f"at least {scan.total}" if scan.total >= COUNT_LIMIT else str(scan.total)
+        notes.append(f"{len(scan.lines)} of {total} matches in {scan.files} files shown; "
+                     "narrow with a more specific pattern, path or include")
+    if scan.stopped:
+        notes.append(f"search stopped after {seconds:g} s with {scan.searched} files "
+                     "searched, so there may be more matches; narrow it with path or include")
+    if scan.skipped_large:
+        notes.append(f"{scan.skipped_large} file(s) over 10 MB not searched")
+    if scan.skipped_special:
+        notes.append(f"{scan.skipped_special} special file(s) (pipes, sockets or devices) "
+                     "skipped")
+    body = "\n".join(scan.lines) if scan.lines else f"No matches for {pattern!r} in {name}."
+    sep = "\n" if scan.lines else " "
+    return body + (f"{sep}[{'; '.join(notes)}]" if notes else "")

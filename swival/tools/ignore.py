@@ -7,6 +7,12 @@ directory of its `.gitignore`, and `!` negation (the last matching rule wins; a 
 inside an ignored directory is never re-included, as in git). Nested `.gitignore`
 files apply to their own subtree. `.git/` and `.swival/` are always skipped.
 Symlinked directories are listed but never entered (no loops, no escapes).
+
+Globs come from the model and `.gitignore` files from the repository (or the model), so
+matching must not stall: globs compile to `regex` patterns, and a glob with several
+wildcards — the only kind that can backtrack badly — is matched under a timeout. A rule that
+does not compile, or times out, matches nothing, as git ignores a rule it cannot use. A
+walk stops at its deadline; pipes, sockets and devices are reported as `special`.
 """
 
 from __future__ import annotations
@@ -16,8 +22,22 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
+
+import regex
+
+from swival.tools.base import ToolError
+from swival.tools.deadline import MATCH_SECONDS, Deadline
+from swival.tools.regular import NotRegularFile, kind_of, open_regular
 
 ALWAYS_SKIPPED = frozenset({".git", ".swival"})
+MAX_GLOB_ALTERNATIVES = 64  # `{a,b}` alternatives one glob may expand to
+# Up to this many wildcards a glob is matched without a timeout: the regex module stays
+# fast there, and a timeout costs several microseconds per match.
+FREE_WILDCARDS = 2
+MAX_GITIGNORE_BYTES = 1 << 20
+# One `{a,b,...}` group without nested braces; written so no text can make it backtrack.
+_BRACES = re.compile(r"\{([^{},]*(?:,[^{},]*)+)\}")
 
 
 def glob_to_regex(glob: str) -> str:
@@ -67,33 +87,101 @@ def glob_to_regex(glob: str) -> str:
 
 
 def expand_braces(glob: str) -> list[str]:
-    """Expand one level of `{a,b}` alternatives, e.g. `*.{py,md}` -> `*.py`, `*.md`."""
-    match = re.search(r"\{([^{}]*,[^{}]*)\}", glob)
-    if not match:
-        return [glob]
-    head, tail = glob[:match.start()], glob[match.end():]
+    """Expand `{a,b}` alternatives, e.g. `*.{py,md}` -> `*.py`, `*.md`. Raises ToolError
+    past MAX_GLOB_ALTERNATIVES results (`{a,b}` repeated 30 times is a billion)."""
     out: list[str] = []
-    for alt in match.group(1).split(","):
-        out.extend(expand_braces(head + alt + tail))
+    pending = [glob]
+    while pending:
+        current = pending.pop()
+        match = _BRACES.search(current)
+        if not match:
+            out.append(current)
+            continue
+        head, tail = current[:match.start()], current[match.end():]
+        pending.extend(head + alt + tail for alt in reversed(match.group(1).split(",")))
+        if len(out) + len(pending) > MAX_GLOB_ALTERNATIVES:
+            raise ToolError(
+                f"the pattern {glob!r} expands to more than {MAX_GLOB_ALTERNATIVES} "
+                "alternatives; use fewer {a,b} groups."
+            )
     return out
 
 
-def compile_glob(glob: str) -> re.Pattern[str]:
+def _wildcards(glob: str) -> int:
+    return glob.count("*") + glob.count("?")
+
+
+@dataclass(frozen=True)
+class Glob:
+    """A compiled glob. `match(path)` is true when the relative POSIX path matches."""
+
+    text: str
+    pattern: regex.Pattern[str]
+    timed: bool  # several wildcards: match under a timeout
+
+    def match(self, path: str, deadline: Deadline | None = None) -> bool:
+        """Raises ToolError when one match runs past MATCH_SECONDS; returns False when it
+        is cut short by `deadline` (the caller sees the deadline passed and stops)."""
+        if not self.timed:
+            return self.pattern.match(path) is not None
+        try:
+            timeout = deadline.timeout() if deadline else MATCH_SECONDS
+            return self.pattern.match(path, timeout=timeout) is not None
+        except TimeoutError:
+            if deadline is not None and deadline.expired:
+                return False
+            raise ToolError(
+                f"the pattern {self.text!r} took too long to match {path!r}; use a glob "
+                "with fewer wildcards, such as '**/*.py' or 'src/**/test_*'."
+            ) from None
+
+
+def compile_glob(glob: str) -> Glob:
     """A matcher for paths relative to a directory. A glob without `/` matches the
-    file name at any depth (`*.py`); one with `/` matches from the directory."""
+    file name at any depth (`*.py`); one with `/` matches from the directory. Raises
+    ToolError for a glob that cannot be compiled."""
     bodies = []
     for alt in expand_braces(glob.strip()):
         alt = alt.removeprefix("./").lstrip("/")
         body = glob_to_regex(alt)
         bodies.append(body if "/" in alt else "(?:.*/)?" + body)
-    return re.compile("(?:" + "|".join(bodies) + r")\Z", re.DOTALL)
+    try:
+        pattern = regex.compile("(?:" + "|".join(bodies) + r")\Z", regex.DOTALL)
+    except regex.error as exc:
+        raise ToolError(f"the pattern {glob!r} is not a valid glob ({exc}).") from None
+    return Glob(glob, pattern, _wildcards(glob) > FREE_WILDCARDS)
 
 
 @dataclass(frozen=True)
 class Rule:
-    regex: re.Pattern[str]
+    glob: Glob
     negate: bool
     dir_only: bool
+
+    def matches(self, rel: str, deadline: Deadline | None = None) -> bool:
+        try:
+            return self.glob.match(rel, deadline)
+        except ToolError:  # too slow to decide: treat like a rule git could not use
+            return False
+
+
+def _compile_rule(line: str, anchored: bool) -> Glob | None:
+    body = glob_to_regex(line.lstrip("/"))
+    if not anchored:
+        body = "(?:.*/)?" + body
+    try:
+        pattern = regex.compile(body + r"\Z", regex.DOTALL)
+    except regex.error:
+        return None
+    return Glob(line, pattern, _wildcards(line) > FREE_WILDCARDS)
+
+
+def _strip_trailing_space(line: str) -> str:
+    """Trailing whitespace goes, except one space escaped with a backslash (`foo\\ `)."""
+    stripped = line.rstrip()
+    if stripped.endswith("\\") and len(stripped) < len(line):
+        return stripped + line[len(stripped)]
+    return stripped
 
 
 def parse_gitignore(text: str) -> list[Rule]:
@@ -102,7 +190,7 @@ def parse_gitignore(text: str) -> list[Rule]:
     for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        line = re.sub(r"(?<!\\)\s+$", "", line)
+        line = _strip_trailing_space(line)
         negate = line.startswith("!")
         if negate or line.startswith("\\!") or line.startswith("\\#"):
             line = line[1:]
@@ -110,11 +198,9 @@ def parse_gitignore(text: str) -> list[Rule]:
         line = line.rstrip("/")
         if not line:
             continue
-        anchored = "/" in line
-        body = glob_to_regex(line.lstrip("/"))
-        if not anchored:
-            body = "(?:.*/)?" + body
-        rules.append(Rule(re.compile(body + r"\Z", re.DOTALL), negate, dir_only))
+        glob = _compile_rule(line, anchored="/" in line)
+        if glob is not None:
+            rules.append(Rule(glob, negate, dir_only))
     return rules
 
 
@@ -127,17 +213,21 @@ class RuleSet:
 
 
 def load_rules(directory: Path) -> RuleSet | None:
-    """The rules of `directory/.gitignore`, or None when there is none (or unreadable)."""
+    """The rules of `directory/.gitignore`, or None when there is none (or it is unreadable,
+    or a pipe or device, which is never opened)."""
     try:
-        text = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        with open_regular(directory / ".gitignore") as f:
+            text = f.read(MAX_GITIGNORE_BYTES).decode("utf-8", errors="replace")
+    except (OSError, NotRegularFile):
         return None
     rules = parse_gitignore(text)
     return RuleSet(directory, tuple(rules)) if rules else None
 
 
-def is_ignored(path: Path, is_dir: bool, stack: tuple[RuleSet, ...]) -> bool:
-    """Whether `path` is ignored by the rule sets (outermost first; last match wins)."""
+def is_ignored(path: Path, is_dir: bool, stack: tuple[RuleSet, ...],
+               deadline: Deadline | None = None) -> bool:
+    """Whether `path` is ignored by the rule sets (outermost first; last match wins).
+    Slow rules get what is left of `deadline` (or MATCH_SECONDS without one)."""
     if path.name in ALWAYS_SKIPPED:
         return True
     ignored = False
@@ -147,7 +237,7 @@ def is_ignored(path: Path, is_dir: bool, stack: tuple[RuleSet, ...]) -> bool:
         except ValueError:
             continue
         for rule in rule_set.rules:
-            if (is_dir or not rule.dir_only) and rule.regex.match(rel):
+            if (is_dir or not rule.dir_only) and rule.matches(rel, deadline):
                 ignored = not rule.negate
     return ignored
 
@@ -166,27 +256,52 @@ def rules_above(base: Path, start: Path) -> tuple[RuleSet, ...]:
     return tuple(stack)
 
 
-def walk(start: Path, stack: tuple[RuleSet, ...]) -> Iterator[tuple[Path, bool]]:
-    """Yield (path, is_dir) below `start`, depth first in name order, skipping ignored
-    entries and never entering ignored or symlinked directories. `stack` holds the rule
-    sets that apply above `start` (see `rules_above`)."""
+class Entry(NamedTuple):
+    """One walked path: a directory, or a file; `special` marks a pipe, socket or device."""
+
+    path: Path
+    is_dir: bool
+    special: bool = False
+
+
+def _entry(entry: os.DirEntry[str]) -> Entry | None:
+    """Classify a directory entry (symlinks followed; a dangling link is a file)."""
+    try:
+        is_dir = entry.is_dir(follow_symlinks=True)
+        special = not is_dir and not entry.is_file(follow_symlinks=True) and bool(
+            kind_of(entry.stat(follow_symlinks=True).st_mode))
+    except FileNotFoundError:
+        special = False  # a dangling symlink: listed like a file, reading it fails cleanly
+    except OSError:
+        return None
+    return Entry(Path(entry.path), is_dir, special)
+
+
+def scan_dir(directory: Path) -> list[Entry]:
+    """The entries of `directory`, classified, in name order. Raises OSError."""
+    with os.scandir(directory) as it:
+        found = [_entry(e) for e in sorted(it, key=lambda e: e.name)]
+    return [e for e in found if e is not None]
+
+
+def walk(start: Path, stack: tuple[RuleSet, ...],
+         deadline: Deadline | None = None) -> Iterator[Entry]:
+    """Yield an Entry for everything below `start`, depth first in name order, skipping
+    ignored entries and never entering ignored or symlinked directories. `stack` holds the
+    rule sets that apply above `start` (see `rules_above`). Ends early once `deadline` has
+    passed; the caller checks it to say the walk was cut short."""
     own = load_rules(start)
     if own:
         stack = (*stack, own)
     try:
-        with os.scandir(start) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        entries = scan_dir(start)
     except OSError:
         return
     for entry in entries:
-        try:
-            is_dir = entry.is_dir(follow_symlinks=True)
-            is_link = entry.is_symlink()
-        except OSError:
+        if deadline is not None and deadline.expired:
+            return
+        if is_ignored(entry.path, entry.is_dir, stack, deadline):
             continue
-        path = Path(entry.path)
-        if is_ignored(path, is_dir, stack):
-            continue
-        yield path, is_dir
-        if is_dir and not is_link:
-            yield from walk(path, stack)
+        yield entry
+        if entry.is_dir and not entry.path.is_symlink():
+            yield from walk(entry.path, stack, deadline)

@@ -3,26 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from swival.messages import ToolResult
 from swival.tools.base import ToolContext, ToolError, ToolSpec
+from swival.tools.deadline import Deadline
 from swival.tools.files import remember
 from swival.tools.output import SNIFF_BYTES, cut_line, looks_binary
+from swival.tools.regular import NotRegularFile, not_regular_message, open_regular, special_kind
 from swival.tools.workspace import display, resolve_read
 
 MAX_BYTES = 50 * 1024
 MAX_LINE_CHARS = 2000
 # Bytes kept of one line: enough for MAX_LINE_CHARS characters of 4-byte UTF-8.
 KEEP_LINE_BYTES = 4 * MAX_LINE_CHARS + 4
+# Reading a huge file to count its lines (or to reach a far offset) stops after this long.
+SCAN_SECONDS = 10.0
 
 
-def iter_lines(f: BinaryIO, keep: int) -> Iterator[tuple[bytes, int]]:
+def iter_lines(
+    f: BinaryIO, keep: int, deadline: Deadline | None = None
+) -> Iterator[tuple[bytes, int]]:
     """Yield (first `keep` bytes of the line, full length in bytes) for each line, both
     without the line ending (LF or CRLF), in bounded memory even for a file that is one
-    huge line."""
+    huge line. Stops early, without a partial last line, once `deadline` has passed."""
     prefix, length, last = bytearray(), 0, b""
     while block := f.read(1 << 16):
+        if deadline is not None and deadline.expired:
+            return
         start = 0
         while (nl := block.find(b"\n", start)) != -1:
             piece = block[start:nl]
@@ -56,8 +65,21 @@ def decode_line(raw: bytes, truncated: bool) -> str | None:
         return None
 
 
+@dataclass
+class Page:
+    """What one read_file call found: numbered lines to show and the line count, which is
+    only a lower bound when `counted` is False (the scan ran out of time)."""
+
+    offset: int
+    shown: list[tuple[int, str]] = field(default_factory=list)
+    total: int = 0
+    by_size: bool = False
+    counted: bool = True
+
+
 class ReadFile:
-    """Read lines `offset`.. of a file (1-based), at most `limit` lines and 50 KB."""
+    """Read lines `offset`.. of a file (1-based), at most `limit` lines and 50 KB, within
+    `seconds` of scanning."""
 
     read_only = True
     spec = ToolSpec(
@@ -74,6 +96,9 @@ class ReadFile:
         },
     )
 
+    def __init__(self, seconds: float = SCAN_SECONDS) -> None:
+        self.seconds = seconds
+
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         path = resolve_read(ctx, args["file_path"])
         offset = args.get("offset") or 1
@@ -87,19 +112,29 @@ class ReadFile:
             raise ToolError(f"{name} is a directory; use list_files to see what it holds.")
         if not path.exists():
             raise ToolError(f"{name} does not exist. Use list_files or grep to find the file.")
+        kind = special_kind(path)
+        if kind:
+            raise ToolError(not_regular_message(name, kind, "read_file"))
+        page = Page(offset)
         try:
-            with path.open("rb") as f:
+            with open_regular(path) as f:
                 if looks_binary(f.read(SNIFF_BYTES)):
                     raise ToolError(_binary_message(name))
                 f.seek(0)
-                shown, total, by_size = _collect(f, offset, limit, name)
+                deadline = Deadline(self.seconds)
+                _collect(f, page, limit, deadline)
+                page.counted = not deadline.expired
+        except NotRegularFile as exc:
+            raise ToolError(not_regular_message(name, exc.kind, "read_file")) from None
         except OSError as exc:
             raise ToolError(f"cannot read {name}: {exc.strerror or exc}.") from exc
+        except UnicodeDecodeError:
+            raise ToolError(_binary_message(name)) from None
+        _check_offset(page, name, self.seconds)
         remember(ctx, path)
-        text = _render(shown, total, offset, by_size)
-        meta = {"kind": "file", "path": name, "lines": total, "offset": offset,
-                "shown": len(shown)}
-        return ToolResult(text, meta=meta)
+        meta = {"kind": "file", "path": name, "lines": page.total, "offset": offset,
+                "shown": len(page.shown)}
+        return ToolResult(_render(page), meta=meta)
 
 
 def _binary_message(name: str) -> str:
@@ -107,43 +142,53 @@ def _binary_message(name: str) -> str:
             "Use run_command with a suitable tool (e.g. `file`, `xxd | head`) to inspect it.")
 
 
-def _collect(
-    f: BinaryIO, offset: int, limit: int | None, name: str
-) -> tuple[list[tuple[int, str]], int, bool]:
-    """Numbered lines to show, total line count, and whether the byte cap stopped us."""
-    shown: list[tuple[int, str]] = []
-    size, total, full, by_size = 0, 0, False, False
-    for raw, length in iter_lines(f, KEEP_LINE_BYTES):
-        total += 1
-        if total < offset or full:
+def _collect(f: BinaryIO, page: Page, limit: int | None, deadline: Deadline) -> None:
+    """Fill `page` with the lines to show and the line count; raises UnicodeDecodeError
+    for a line that is not UTF-8. Counting stops when `deadline` passes."""
+    size, full = 0, False
+    for raw, length in iter_lines(f, KEEP_LINE_BYTES, deadline):
+        page.total += 1
+        if page.total < page.offset or full:
             continue
         truncated = length > len(raw)
         text = decode_line(raw, truncated)
         if text is None:
-            raise ToolError(_binary_message(name))
+            raise UnicodeDecodeError("utf-8", raw, 0, len(raw), "not UTF-8 text")
         text = cut_line(text, MAX_LINE_CHARS, length if truncated else None)
-        cost = len(text.encode("utf-8")) + len(str(total)) + 2
-        if shown and size + cost > MAX_BYTES:
-            full = by_size = True
+        cost = len(text.encode("utf-8")) + len(str(page.total)) + 2
+        if page.shown and size + cost > MAX_BYTES:
+            full = page.by_size = True
             continue
-        shown.append((total, text))
+        page.shown.append((page.total, text))
         size += cost
-        full = limit is not None and len(shown) >= limit
-    if offset > max(total, 1):
+        full = limit is not None and len(page.shown) >= limit
+
+
+def _check_offset(page: Page, name: str, seconds: float) -> None:
+    if page.shown:
+        return
+    if not page.counted:
         raise ToolError(
-            f"offset {offset} is past the end of {name}, which has {total} lines."
+            f"{name} is too large to reach line {page.offset} within {seconds:g} s (stopped "
+            f"at line {page.total}). Use run_command with `sed -n '{page.offset},+99p' {name}` "
+            "or `tail` instead."
         )
-    return shown, total, by_size
+    if page.offset > max(page.total, 1):
+        raise ToolError(
+            f"offset {page.offset} is past the end of {name}, which has {page.total} lines."
+        )
 
 
-def _render(shown: list[tuple[int, str]], total: int, offset: int, by_size: bool) -> str:
+def _render(page: Page) -> str:
+    shown = page.shown
     if not shown:
         return "(empty file)"
     width = len(str(shown[-1][0]))
     body = "\n".join(f"{n:>{width}}\t{text}" for n, text in shown)
     last = shown[-1][0]
-    if last >= total:
+    if last >= page.total and page.counted:
         return body
-    why = " (50 KB per call)" if by_size else ""
-    return (f"{body}\n[lines {offset}-{last} of {total}{why}; "
+    why = " (50 KB per call)" if page.by_size else ""
+    total = str(page.total) if page.counted else f"at least {page.total} (counting stopped)"
+    return (f"{body}\n[lines {page.offset}-{last} of {total}{why}; "
             f"to continue, call read_file with offset={last + 1}]")

@@ -12,11 +12,15 @@ check and the open by another process is outside what this guards against.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 from swival.tools.base import ToolContext, ToolError
 
 FORBIDDEN_WRITE_PARTS = frozenset({".git"})
+NAME_MAX = 255  # bytes in one file name (Linux and macOS)
+PATH_MAX = 4096  # bytes in a whole path
 
 
 def writable_roots(ctx: ToolContext) -> tuple[Path, ...]:
@@ -49,13 +53,28 @@ def _absolute(ctx: ToolContext, raw: str) -> Path:
         raise ToolError("the path is empty; give a path relative to the project root.")
     if "\0" in raw:
         raise ToolError("the path contains a NUL character.")
-    path = Path(raw.strip()).expanduser()
-    return path if path.is_absolute() else ctx.root / path
+    path = Path(raw.strip())
+    with contextlib.suppress(RuntimeError):  # "~nobody": no such user, taken literally
+        path = path.expanduser()
+    path = path if path.is_absolute() else ctx.root / path
+    longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
+    if longest > NAME_MAX or len(os.fsencode(path)) >= PATH_MAX:
+        raise ToolError(f"the path {raw[:80]!r}... is too long: file names hold at most "
+                        f"{NAME_MAX} bytes and whole paths {PATH_MAX - 1}.")
+    return path
+
+
+def _resolve(ctx: ToolContext, raw: str) -> Path:
+    """The absolute, symlink-free form of a path the model gave."""
+    try:
+        return _absolute(ctx, raw).resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11)
+        raise ToolError(f"{raw} cannot be resolved: {exc}.") from None
 
 
 def resolve_read(ctx: ToolContext, raw: str) -> Path:
     """Resolve a path the model gave for reading; raise ToolError if it leads outside."""
-    resolved = _absolute(ctx, raw).resolve()
+    resolved = _resolve(ctx, raw)
     if containing_root(ctx, resolved) is None:
         raise ToolError(
             f"{raw} resolves to {resolved}, which is outside the workspace. "
@@ -66,7 +85,7 @@ def resolve_read(ctx: ToolContext, raw: str) -> Path:
 
 def resolve_write(ctx: ToolContext, raw: str) -> Path:
     """Resolve a path the model gave for writing; raise ToolError if it may not be written."""
-    resolved = _absolute(ctx, raw).resolve()
+    resolved = _resolve(ctx, raw)
     root = next(
         (r for r in writable_roots(ctx) if resolved == r or resolved.is_relative_to(r)), None
     )

@@ -11,6 +11,7 @@ from swival.tools.files import (
     atomic_write,
     capped_diff,
     check_fresh,
+    check_regular,
     count_text_lines,
     plural,
     read_text,
@@ -44,6 +45,7 @@ class WriteFile:
         name = display(ctx, path)
         if path.is_dir():
             raise ToolError(f"{name} is a directory; give a file path.")
+        check_regular(ctx, path, "write_file")
         old = ""
         if path.exists():
             check_fresh(ctx, path)

@@ -1,0 +1,61 @@
+"""Malformed model output against the installed `swival`: a session in which the model
+makes every mistake below in turn ends with exit 0 and no traceback, and after each mistake
+the next request shows the model what was wrong.
+
+The loopback FakeServer plays the model. All cases share one session because every start of
+`swival` costs seconds; the assertions name the case that failed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tests.e2e import assert_valid_chat, run_swival
+from tests.fakeserver import Reply, text, tool
+
+CATASTROPHIC_LINE = "a" * 40 + "b"  # (a|aa)+$ backtracks on it for longer than anyone waits
+
+# (model reply, words the tool result must hold: "error:" for a refusal)
+CASES: dict[str, tuple[Reply, tuple[str, ...]]] = {
+    "surrogate in write_file content": (
+        tool("write_file", file_path="new.txt", content="half \ud83d of an emoji"),
+        ("error:", "lone surrogate", "\\ud83d", "not run")),
+    "read_file on a FIFO": (
+        tool("read_file", file_path="pipe"), ("error:", "named pipe (FIFO)", "regular files")),
+    "grep on a FIFO": (
+        tool("grep", pattern="x", path="pipe"), ("error:", "named pipe (FIFO)")),
+    "grep over a directory holding a FIFO": (
+        tool("grep", pattern="alpha"), ("a.txt:1: alpha", "1 special file(s)")),
+    "catastrophic regex": (
+        tool("grep", pattern="(a|aa)+$", path="slow.txt"),
+        ("error:", "(a|aa)+$", "backtracks catastrophically", "simpler pattern")),
+    "nested repeats that would exhaust memory": (
+        tool("grep", pattern="((((((a{10}){10}){10}){10}){10}){10})"),
+        ("error:", "too large", "smaller")),
+    "number that is not finite": (
+        Reply(tool_calls=(("read_file", '{"file_path": "a.txt", "offset": NaN}'),)),
+        ("error:", "`offset` is nan", "finite")),
+}
+
+
+def test_malformed_output_is_answered_not_fatal(fake_server: Any, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    (tmp_path / "slow.txt").write_text(CATASTROPHIC_LINE + "\n")
+    os.mkfifo(tmp_path / "pipe")
+    replies = [reply for reply, _ in CASES.values()]
+    server = fake_server(kind="llamacpp").script(*replies, text("understood"))
+    result = run_swival(server, tmp_path, "-p", "go", timeout=120)
+    assert (result.returncode, result.stdout) == (0, "understood\n"), result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(server.requests) == len(CASES) + 1, result.stderr
+    for number, (case, (_, expected)) in enumerate(CASES.items(), 1):
+        told = server.requests[number]["messages"][-1]
+        assert told["role"] == "tool", (case, told)
+        content = told["content"]
+        assert content.startswith("error:") == ("error:" in expected), (case, content)
+        for words in expected:
+            assert words in content, (case, content)
+    assert_valid_chat(server.requests[-1]["messages"])
+    assert not (tmp_path / "new.txt").exists()
