@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from swival.tools.list_files import ListFiles
 from swival.tools.patterns import MAX_UNROLLED, unrolled_size
 from swival.tools.read_file import ReadFile
 from swival.tools.registry import ToolRegistry
+from swival.tools.regular import NotRegularFile, open_regular
 
 
 def run(ctx: ToolContext, name: str, tools: list[Tool] | None = None,
@@ -48,6 +51,39 @@ def test_a_fifo_is_refused_by_name(ctx: ToolContext, tool: str, args: dict[str, 
     assert result.is_error
     assert result.content.startswith("error: pipe is a named pipe (FIFO), not a regular file")
     assert (ctx.root / "pipe").is_fifo()  # write_file did not replace it
+
+
+@pytest.mark.timeout(30)
+def test_no_tool_opens_a_fifo(ctx: ToolContext) -> None:
+    """A writer blocks in open() until some reader opens the pipe: it must stay blocked
+    through every tool call (opening with O_NONBLOCK would release it too)."""
+    pipe = ctx.root / "pipe"
+    opened = threading.Event()
+
+    def writer() -> None:
+        with open(pipe, "wb"):
+            opened.set()
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    time.sleep(0.5)  # let the writer reach open() and block there
+    run(ctx, "read_file", file_path="pipe")
+    run(ctx, "write_file", file_path="pipe", content="x")
+    run(ctx, "edit_file", file_path="pipe", old_string="a", new_string="b")
+    run(ctx, "grep", pattern="a")
+    run(ctx, "grep", pattern="a", path="pipe")
+    run(ctx, "list_files", pattern="**/*")
+    assert not opened.wait(0.5), "a tool opened the pipe"
+    release = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    thread.join(5)
+    os.close(release)
+
+
+def test_open_regular_never_blocks_on_a_fifo(ctx: ToolContext) -> None:
+    with pytest.raises(NotRegularFile, match="named pipe"):
+        open_regular(ctx.root / "pipe")
+    with open_regular(ctx.root / "a.txt") as f:
+        assert f.read() == b"alpha\nbeta\n"
 
 
 @pytest.mark.timeout(30)
@@ -146,8 +182,9 @@ def test_gitignore_lines_that_backtracked_parse_at_once() -> None:
 
 
 def test_paths_too_long_or_looping_are_refused(ctx: ToolContext) -> None:
-    assert "too long" in run(ctx, "read_file", file_path="a" * 300).content
-    assert "too long" in run(ctx, "write_file", file_path="a/" * 2100, content="").content
+    name_limit = "is too long: file names hold at most 255 bytes"
+    assert name_limit in run(ctx, "read_file", file_path="a" * 300).content
+    assert name_limit in run(ctx, "write_file", file_path="a/" * 2100, content="").content
     os.symlink("loop", ctx.root / "loop")
     assert "cannot be resolved" in run(ctx, "read_file", file_path="loop/x").content
 
