@@ -34,6 +34,12 @@ CASES: dict[str, tuple[Reply, tuple[str, ...]]] = {
     "nested repeats that would exhaust memory": (
         tool("grep", pattern="((((((a{10}){10}){10}){10}){10}){10})"),
         ("error:", "too large", "smaller")),
+    "thousands of unclosed brackets": (
+        Reply(tool_calls=(("read_file", "[" * 5000),)), ("error:", "not valid JSON")),
+    "a number with thousands of digits": (
+        Reply(tool_calls=(("read_file", '{"file_path": "a.txt", "offset": 1' + "0" * 5000
+                           + "}"),)),
+        ("error:", "too many digits")),
     "number that is not finite": (
         Reply(tool_calls=(("read_file", '{"file_path": "a.txt", "offset": NaN}'),)),
         ("error:", "`offset` is nan", "finite")),

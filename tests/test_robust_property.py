@@ -25,6 +25,11 @@ from rich.console import Console
 from swival.context.transcript import Transcript, replay
 from swival.events import Notice, TextDelta, ToolFinished, ToolStarted, TurnFinished
 from swival.messages import Message, ToolCall, ToolResult, Usage
+from swival.providers.assembly import StreamAssembly
+from swival.providers.base import Completion
+from swival.providers.jsonfix import parse_arguments
+from swival.providers.repair import repair_completion
+from swival.providers.textgate import TextGate
 from swival.render import ProgressPrinter, Status, TurnView
 from swival.tools.base import ToolContext
 from swival.tools.catalog import default_tools
@@ -35,6 +40,7 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 SCHEMAS = {tool.spec.name: tool.spec.parameters for tool in default_tools()}
+TOOL_SCHEMAS = ToolRegistry(default_tools()).schemas()
 CATASTROPHIC_LINE = "a" * 40 + "b"
 
 # Every code point, lone surrogates, NUL and control characters included.
@@ -116,6 +122,68 @@ def _context(root: Path) -> ToolContext:
 def assert_sendable(message: Message) -> None:
     """What an HTTP client does with a message: strict JSON, encoded as UTF-8."""
     json.dumps(message.to_dict(), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+# Pieces of what small models write: text-written calls in every known style, JSON with
+# the usual mistakes, and the deep nesting and huge numbers that once crashed the parser.
+fragments = st.sampled_from([
+    "<tool_call>", "</tool_call>", '{"name": "read_file", "arguments": {"file_path": "a.txt"}}',
+    '{"name": "grep", "arguments": ', '{"name": "write_file", "parameters": {',
+    "```json\n", "```", "\n", "<function=read_file>", "<function=nope>", "</function>",
+    "<parameter=file_path>", "</parameter>", '"file_path": ', "'a.txt'", "True", "None",
+    "NaN", "1e999", "1" + "0" * 5000, ",", ",}", "{", "}", "[", "]", '"', "\\", "\\ud800",
+    "\ud800", "[" * 3000, "{\"a\":" * 200, "text ", "Let me look. ",
+])
+reply_text = st.lists(st.one_of(fragments, fragments, any_text), max_size=12).map("".join)
+
+
+def _chunks(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    return [text[a:b] for a, b in zip(points, points[1:], strict=False)]
+
+
+@SETTINGS
+@given(raw=reply_text)
+@example(raw="[" * 5000)
+@example(raw='{"a": ' + "[" * 5000)
+@example(raw='{"file_path": "a.txt", "offset": 1' + "0" * 5000 + "}")
+@example(raw='{"file_path": "a.txt", "offset": NaN}')
+@example(raw='{"content": "x\\ud800y"}')
+def test_argument_text_always_parses_to_an_object_or_an_error(raw: str) -> None:
+    for cut_off in (False, True):
+        parsed = parse_arguments(raw, cut_off=cut_off)
+        assert isinstance(parsed.value, dict)
+        call = ToolCall("c", "read_file", parsed.value, parsed.error, parsed.repairs)
+        assert_sendable(Message("assistant", "", tool_calls=(call,)))
+
+
+@SETTINGS
+@given(text=reply_text, cuts=st.lists(st.integers(0, 400), max_size=8),
+       finish=st.sampled_from(["stop", "length", None]))
+@example(text='<tool_call>{"name": "read_file", "arguments": {"a": ' + "[" * 3000,
+         cuts=[20, 60], finish="stop")
+@example(text='{"name": "read_file", "arguments": {"offset": 1' + "0" * 5000 + "}}",
+         cuts=[5], finish="stop")
+def test_streamed_replies_are_gated_and_repaired_without_raising(
+        text: str, cuts: list[int], finish: str | None) -> None:
+    """Random replies, cut into random chunks, through the text gate, the stream assembler
+    (as text and as streamed tool-call arguments) and repair."""
+    gate = TextGate(TOOL_SCHEMAS)
+    shown = "".join(gate.feed(chunk) for chunk in _chunks(text, cuts))
+    assembly = StreamAssembly()
+    assembly.text(text)
+    for chunk in _chunks(text, cuts):
+        assembly.tool_delta(0, "call_1", "write_file", chunk)
+    assembly.finish(finish)
+    raw = assembly.completion()
+    assert_sendable(raw.message)
+    completion = repair_completion(Completion(Message("assistant", text), None, finish),
+                                   TOOL_SCHEMAS)
+    rest, final = gate.settle(completion)
+    assert isinstance(shown + rest, str)
+    for message in (final.message, repair_completion(raw, TOOL_SCHEMAS).message):
+        assert all(isinstance(call, ToolCall) for call in message.tool_calls)
+        assert_sendable(message)
 
 
 @SETTINGS

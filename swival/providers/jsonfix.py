@@ -120,9 +120,13 @@ class _Reader:
         """A number or literal at pos: (True, value), or (False, None) when there is none."""
         number = _NUMBER.match(self.text, self.pos)
         if number:
-            self.pos = number.end()
             raw = number.group(0)
-            return True, float(raw) if any(c in raw for c in ".eE") else int(raw)
+            try:
+                value = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            except ValueError:  # more digits than Python converts (4,300)
+                raise self.fail("a number with too many digits") from None
+            self.pos = number.end()
+            return True, value
         word = _WORD.match(self.text, self.pos)
         if word and word.group(0) in _LITERALS:
             self.pos = word.end()

@@ -74,7 +74,7 @@ def _typed(value: str, schema: Mapping[str, Any]) -> Any:
             return stripped.lower() == "true"
         if kind in ("array", "object"):
             return json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass  # keep the text; the tool's own validation will say what is wrong
     return value
 
@@ -151,7 +151,7 @@ def _find_json(text: str, found: _Found) -> None:
             continue
         try:
             obj, end = decoder.raw_decode(text, start)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # ValueError: also a number too long to convert
             continue
         found.add((start, end), _call_from_object(obj, found.names, False))
 

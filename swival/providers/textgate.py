@@ -170,7 +170,7 @@ class TextGate:
             return _Verdict("release", at + 1)
         try:
             _, end = json.JSONDecoder().raw_decode(text, at)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # too deep, or a number too long to convert
             return _PENDING  # unfinished (or broken: then it is shown when the reply ends)
         return _BLOCK if self._holds_call(text[at:end]) else _Verdict("release", end)
 
