@@ -61,7 +61,9 @@ class Key:
     `trusted_only` marks a key a project file may set only in a trusted project: True
     always, or a `TrustRule` deciding from the values the run would use (a model string
     needs trust only when it selects a hosted provider). A value equal to the default
-    never needs trust. `secret` keys are never shown in clear."""
+    never needs trust. The project's value is held back whole before any merging, so a
+    marked table cannot add to or replace the user's own entries of the same name either.
+    `secret` keys are never shown in clear."""
 
     name: str
     type: type

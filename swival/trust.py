@@ -4,7 +4,7 @@ A project file may set keys that run programs, widen what the agent can touch or
 code elsewhere (`Key.trusted_only` in config.py). They apply only when the user trusts
 the project, and the record of that trust lives where a repository cannot write: the
 JSON file `trusted-projects.json` in the user's state directory. Each entry is keyed by
-the resolved path of the project file and holds one SHA-256 digest per trusted key
+the project file's path (its directory resolved) and holds one SHA-256 digest per trusted key
 (of its name and value), never the value itself, so an API key is not copied there and
 a changed or added key is noticed and asked about again.
 """
@@ -27,6 +27,13 @@ from swival.errors import ConfigError
 STORE_NAME = "trusted-projects.json"
 WHAT_THEY_DO = ("Such keys can run commands without asking, reach files outside the project "
                 "or send your code to another server.")
+
+
+def _entry_name(project_file: Path) -> str:
+    """The project's resolved directory and the file's own name. The file itself is not
+    resolved: a repository whose `swival.toml` is a symlink to a trusted project's file
+    must not inherit that project's trust."""
+    return str(project_file.parent.resolve() / project_file.name)
 
 
 def digest(name: str, value: Any) -> str:
@@ -63,7 +70,7 @@ class TrustStore:
 
     def recorded(self, project_file: Path) -> dict[str, str] | None:
         """The digests trusted for `project_file`, or None when it was never trusted."""
-        entry = self._projects().get(str(project_file.resolve()))
+        entry = self._projects().get(_entry_name(project_file))
         keys = entry.get("keys") if isinstance(entry, dict) else None
         return dict(keys) if isinstance(keys, dict) else None
 
@@ -85,14 +92,14 @@ class TrustStore:
         projects = self._projects()
         known = self.recorded(project_file) or {}
         known.update({key: digest(key, value) for key, value in keys.items()})
-        projects[str(project_file.resolve())] = {
+        projects[_entry_name(project_file)] = {
             "keys": known, "trusted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         self._write(projects)
 
     def forget(self, project_file: Path) -> bool:
         """Stop trusting `project_file`; False when it was not trusted."""
         projects = self._projects()
-        if projects.pop(str(project_file.resolve()), None) is None:
+        if projects.pop(_entry_name(project_file), None) is None:
             return False
         self._write(projects)
         return True

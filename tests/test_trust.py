@@ -259,3 +259,18 @@ def test_literal_key_warning_also_when_held_back(project: Path, env: dict[str, s
     settings = load_settings({}, cwd=project, env=env)
     assert settings.api_key is None
     assert "environment variable" in (literal_key_warning(settings) or "")
+
+
+def test_a_symlink_to_a_trusted_file_does_not_carry_its_trust(
+        project: Path, env: dict[str, str], tmp_path: Path) -> None:
+    trusted_file = _project_file(project, 'commands = "all"')
+    store = TrustStore.for_user(env)
+    store.record(trusted_file, {"commands": "all"})
+    other = tmp_path / "other-repo"
+    (other / ".git").mkdir(parents=True)
+    (other / "swival.toml").symlink_to(trusted_file)
+    settings = load_settings({}, cwd=other, env=env, trusted=store.check)
+    assert settings.commands == "ask" and dict(settings.held_back) == {"commands": "all"}
+    linked_root = tmp_path / "link-to-repo"
+    linked_root.symlink_to(project)  # the same project reached through a link: still trusted
+    assert load_settings({}, cwd=linked_root, env=env, trusted=store.check).commands == "all"
