@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +20,7 @@ from swival.events import Compacted, Event, ToolFinished, TurnFinished
 from swival.providers.factory import spent
 from swival.render import ProgressPrinter, stderr_console
 from swival.session import Session
+from swival.tools.policy import Question
 
 EXIT_FOR_REASON = {"done": 0, "max_turns": 4, "interrupted": 130, "context_exhausted": 5,
                    "error": 1}
@@ -45,19 +48,32 @@ class Tally:
             self.finished = event
 
 
-def ask_on_terminal(command: str, programs: str) -> str:
-    """Approval for one-shot runs started from a terminal: asked on stderr, read from stdin."""
-    print(f"\nswival wants to run: {command}", file=sys.stderr)
+def ask_on_terminal(question: Question) -> str:
+    """Approval for one-shot runs started from a terminal: asked on stderr, read from stdin.
+    Lines are wrapped at the terminal's width between words."""
+    lines = [f"swival wants to run: {question.shown}"]
+    if question.found:
+        lines.append("Needs approval every time: " + "; ".join(question.found) + ".")
+    always = ", ".join(question.programs)
+    options = _wrap(f"Allow? [y] once  [a] always {always} this session  [n] no:" if always
+                    else "Allow? [y] once  [n] no:")
+    print("\n" + _wrap("\n".join(lines)), file=sys.stderr)
     while True:
-        print(f"Allow? [y] once  [a] always {programs} this session  [n] no: ", end="",
-              file=sys.stderr, flush=True)
+        print(options, end=" ", file=sys.stderr, flush=True)
         answer = sys.stdin.readline().strip().lower()
         if answer in ("y", "yes"):
             return "once"
-        if answer in ("a", "always"):
+        if always and answer in ("a", "always"):
             return "always"
         if answer in ("n", "no", ""):
             return "deny"
+
+
+def _wrap(text: str) -> str:
+    """`text` wrapped at the terminal's width, breaking only between words."""
+    width = shutil.get_terminal_size().columns
+    return "\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False,
+                                   replace_whitespace=False) for line in text.split("\n"))
 
 
 def run_oneshot(session: Session, task: str) -> int:

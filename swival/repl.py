@@ -35,6 +35,7 @@ from swival.commands import BREAKDOWN_LABELS, COMMANDS, CommandReply, dispatch, 
 from swival.errors import SwivalError, Terminated
 from swival.providers.factory import warm_up
 from swival.render import Status, TurnView, make_console, preload
+from swival.tools.policy import Question
 
 if TYPE_CHECKING:
     from swival.session import Session
@@ -277,23 +278,32 @@ class Repl:
                               f"({len(history)} messages).", "dim")
         self.view.message("Type a request, /help for commands, Ctrl-D to quit.", "dim")
 
-    def ask(self, command: str, program: str) -> Answer:
+    def ask(self, question: Question) -> Answer:
         """Asked by the command policy before a command runs: once, always or deny."""
-        answers: dict[str, Answer] = {"y": "once", "o": "once", "a": "always",
-                                      "n": "deny", "d": "deny", "": "deny"}
-        question = (f"Run `{command}`? [y]es once / [a]lways allow {program} / [n]o: ")
+        answers: dict[str, Answer] = {"y": "once", "o": "once", "n": "deny", "d": "deny",
+                                      "": "deny"}
+        always = ", ".join(question.programs)
+        if always:
+            answers["a"] = "always"
+        options = f"[y]es once / [a]lways allow {always} / [n]o: " if always else (
+            "[y]es once / [n]o: ")
         with self.view.paused():
+            self.view.message(f"Run `{question.shown}`?")
+            if question.found:
+                self.view.message("Needs approval every time: " + "; ".join(question.found)
+                                  + ".", "warning")
             while True:
                 try:
                     reply = PromptSession[str](input=self.io.input, output=self.io.output)\
-                        .prompt(question).strip().lower()
+                        .prompt(options).strip().lower()
                 except EOFError:
                     return "deny"
                 # Ctrl-C here propagates: it cancels the whole turn, like anywhere else.
                 choice = answers.get(reply[:1])
                 if choice is not None:
                     return choice
-                self.view.message("Answer y (once), a (always) or n (no).", "warning")
+                self.view.message("Answer y (once), a (always) or n (no)." if always
+                                  else "Answer y (once) or n (no).", "warning")
 
 
 def run_repl(session: Session, io: ReplIO | None = None) -> int:

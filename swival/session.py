@@ -21,7 +21,7 @@ from swival.providers.base import Provider
 from swival.providers.factory import connect
 from swival.tools.base import ToolContext
 from swival.tools.catalog import default_tools
-from swival.tools.policy import CommandPolicy, resolve_mode
+from swival.tools.policy import CommandPolicy, Workspace, resolve_mode
 from swival.tools.registry import ToolRegistry
 
 OVERHEAD_WARNING_SHARE = 0.25
@@ -101,14 +101,14 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     root = settings.project_root
     registry = ToolRegistry(default_tools())
     mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
-    policy = CommandPolicy(mode)
     tool_ctx = ToolContext(
         root=root,
         extra_dirs=_dirs(settings, settings.add_dir),
         read_only_dirs=_dirs(settings, settings.add_dir_ro),
         command_timeout=float(settings.command_timeout),
-        approve=policy.approve,
     )
+    policy = CommandPolicy(mode, workspace=Workspace.of(tool_ctx))
+    tool_ctx.approve = policy.approve
     state_dir = root / ".swival"
     context = ContextEngine(
         ContextSettings(

@@ -1,7 +1,9 @@
-"""CommandPolicy modes and resolve_mode."""
+"""CommandPolicy: modes, the allowlist on a real bash parse, and what "always" means."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from swival.errors import ConfigError
 from swival.messages import ToolCall
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
-from swival.tools.policy import CommandPolicy, parse_mode, programs_in, resolve_mode
+from swival.tools.policy import CommandPolicy, Question, Workspace, parse_mode, resolve_mode
 from swival.tools.registry import ToolRegistry
 
 # --- resolve_mode / parse_mode ---------------------------------------------------------
@@ -35,36 +37,247 @@ def test_invalid_policy_is_a_config_error(bad: str) -> None:
         parse_mode(bad)
 
 
-# --- parsing programs ---------------------------------------------------------------
+# --- the workspace every test below runs in -------------------------------------------
 
-@pytest.mark.parametrize(("command", "programs"), [
-    ("git status", ["git"]),
-    ("git log | head -5", ["git", "head"]),
-    ("make && ./run || echo failed; ls", ["make", "./run", "echo", "ls"]),
-    ("FOO=1 BAR=2 pytest -q", ["pytest"]),
-    ("pytest > out.txt 2>&1", ["pytest"]),
-    ("sort < in.txt", ["sort"]),
-    ("(cd sub && make) &", ["cd", "make"]),
-    ("echo 'a | b; c'", ["echo"]),
-    ('grep "x && y" file', ["grep"]),
-    ("ls\nrm -rf x", ["ls", "rm"]),
-    ("if true; then ls; fi", ["if", "then", "fi"]),
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """Project `proj/` with `sub/`, `.git/hooks/`, `.swival/` and a symlink `out` that
+    leads to `elsewhere/` beside it; `lib/` is an --add-dir, `ref/` an --add-dir-ro."""
+    root = tmp_path / "proj"
+    for d in ("sub", ".git/hooks", ".swival"):
+        (root / d).mkdir(parents=True)
+    for d in ("elsewhere", "lib", "ref"):
+        (tmp_path / d).mkdir()
+    (root / "out").symlink_to(tmp_path / "elsewhere")
+    (root / "notes.txt").write_text("n\n")
+    (tmp_path / "ref" / "data.txt").write_text("d\n")
+    return Workspace.of(ToolContext(root=root, extra_dirs=(tmp_path / "lib",),
+                                    read_only_dirs=(tmp_path / "ref",)))
+
+
+# Each bypass of issue 10, with what the refusal must name. {out} is a directory outside
+# the workspace.
+BYPASSES = [
+    ("git status;(touch x)", "a subshell `( … )`"),
+    ("git status&&(touch x)", "a subshell `( … )`"),
+    ("git status|(sh)", "a subshell `( … )`"),
+    ("true;(touch x)", "a subshell `( … )`"),
+    ("git status;>x", "a redirection with no command"),
+    ("git status||>x", "a redirection with no command"),
+    ("PATH=.:$PATH git status", "a variable assignment `PATH=…`"),
+    ("GIT_PAGER='touch x' git log", "a variable assignment `GIT_PAGER=…`"),
+    ("GIT_CONFIG_PARAMETERS=\"'core.pager=touch x'\" git log", "`GIT_CONFIG_PARAMETERS=…`"),
+    ("GIT_EXTERNAL_DIFF=./x git diff", "`GIT_EXTERNAL_DIFF=…`"),
+    ("git log $(touch x)", "command substitution `$( … )`"),
+    ("git log `touch x`", "command substitution with backticks"),
+    ('git log "$(touch x)"', "command substitution `$( … )`"),
+    ("git log <(touch x)", "process substitution"),
+    ("git status\ntouch x", "`touch` is not in the allowed programs"),
+    ("git status; touch x", "`touch` is not in the allowed programs"),
+    ("eval git status", "`eval`, which runs its arguments as shell code"),
+    ("bash -c 'touch x'", "`bash`, which runs shell code"),
+    ("git ls-files | xargs touch", "`xargs`, which runs another program"),
+    ("env touch x", "`env`, which runs another program"),
+    ("exec touch x", "`exec`, which replaces the shell"),
+    ("gi? status", "a wildcard `?`"),
+    ("g* status", "a wildcard `*`"),
+    ("git log {a,b}", "brace"),
+    ("git log ~", "a tilde"),
+    ('"git" status', "a program name that is quoted"),
+    ("g\\it status", "a program name that is quoted, escaped"),
+    ("f() { touch x; }; f", "a function definition"),
+    ("{ touch x; }", "a group `{ … }`"),
+    ("git status & touch x", "running in the background `&`"),
+    ("git status &", "running in the background `&`"),
+    ("git sta\\\ntus", "a line continuation"),
+    ("git status # ; touch x", "a comment"),
+    ("git status <<EOF\nx\nEOF", "a heredoc"),
+    ("git -c alias.x='!touch x' x", "`git -c`"),
+    ("git -c core.pager='touch x' log", "`git -c`"),
+    ("git -c core.fsmonitor='touch x' status", "`git -c`"),
+    ("git -c core.sshCommand='touch x' fetch", "`git -c`"),
+    ("git fetch --upload-pack='touch x' origin", "`git fetch --upload-pack`"),
+    ("git config core.pager 'touch x'", "`git config`"),
+    ("git config --add core.hooksPath /tmp", "`git config`"),
+    ("git -C /tmp status", "`git -C`"),
+    ("git --git-dir=/tmp/r status", "`git --git-dir`"),
+    ("git rebase -x 'touch x' HEAD~1", "`git rebase -x`"),
+    ("git rebase --exec='touch x' HEAD~1", "`git rebase --exec`"),
+    ("git bisect run touch x", "`git bisect run`"),
+    ("git submodule foreach touch x", "`git submodule foreach`"),
+    ("git filter-branch --tree-filter 'touch x'", "`git filter-branch`"),
+    ("git difftool -y", "`git difftool`"),
+    ("true > {out}/file", "writing `{out}/file`, outside the workspace"),
+    ("git status > ../escape", "writing `../escape`, outside the workspace"),
+    ("git status >> out/file", "writing `out/file`, outside the workspace"),
+    ("git status > .git/hooks/pre-commit", "inside .git/ or .swival/"),
+    ("git status > .swival/sessions.jsonl", "inside .git/ or .swival/"),
+    ("git status 2> {out}/err", "outside the workspace"),
+    ("git status &> {out}/all", "outside the workspace"),
+    ("git status >& {out}/all", "outside the workspace"),
+    ("git status < /etc/hostname", "reading `/etc/hostname`, outside the workspace"),
+    ("cd {out} && git status", "leaves the workspace"),
+    ("cd .. && git status", "`cd ..`, which leaves the workspace"),
+    ("cd sub && git status > ../../x", "writing `../../x`, outside the workspace"),
+    ("cd && git status", "`cd` without exactly one directory"),
+    ("cd - && git status", "`cd` without exactly one directory"),
+    ("git status 'unclosed", "does not parse"),
+]
+
+ALLOWED = [
+    "git status",
+    "git log --oneline | head -5",
+    "pytest -q 2>&1 | tail -20",
+    "ls > notes.txt",
+    "cd sub && ls",
+    "cd sub && ls > listing.txt && cd .. && ls",
+    "git diff > /dev/null 2>&1",
+    "ls < notes.txt",
+    "ls ../ref/data.txt < ../ref/data.txt > ../lib/copy.txt",
+    "git commit -m 'fix: a;b | (c)'",
+    'git commit -m "say \\"hi\\""',
+    "git status\ngit log -1",
+    "git status; ls || true",
+    "git config --get user.name",
+    "git log --format=%H -- sub/x.py",
+]
+
+
+def fill(command: str, ws: Workspace) -> str:
+    return command.replace("{out}", str(ws.root.parent / "elsewhere"))
+
+
+@pytest.mark.parametrize(("command", "named"), BYPASSES, ids=[c for c, _ in BYPASSES])
+def test_allowlist_refuses_every_bypass(ws: Workspace, command: str, named: str) -> None:
+    command, named = fill(command, ws), fill(named, ws)
+    reason = CommandPolicy("git", workspace=ws).approve(command)
+    assert reason is not None and named in reason
+
+
+CONSTRUCTS = [(c, n) for c, n in BYPASSES if "not in the allowed programs" not in n]
+
+
+@pytest.mark.parametrize(("command", "named"), CONSTRUCTS, ids=[c for c, _ in CONSTRUCTS])
+def test_listing_every_program_does_not_open_a_bypass(ws: Workspace, command: str,
+                                                      named: str) -> None:
+    """Even with the inner programs listed, the construct itself needs approval."""
+    listed = "git,touch,sh,bash,xargs,env,eval,exec,true,f"
+    reason = CommandPolicy(listed, workspace=ws).approve(fill(command, ws))
+    assert reason is not None and fill(named, ws) in reason
+
+
+@pytest.mark.parametrize(("command", "_named"), BYPASSES, ids=[c for c, _ in BYPASSES])
+def test_always_git_adds_git_and_nothing_more(ws: Workspace, command: str,
+                                              _named: str) -> None:
+    asked: list[Question] = []
+
+    def ask(question: Question) -> str:
+        asked.append(question)
+        return "always" if question.command == "git status" else "deny"
+
+    policy = CommandPolicy("ask", ask=ask, workspace=ws)
+    assert policy.approve("git status") is None
+    assert policy.approve("git log -1") is None and len(asked) == 1  # git is now allowed
+    reason = policy.approve(fill(command, ws))
+    assert reason is not None and "declined" in reason
+    assert len(asked) == 2 and asked[1].command == fill(command, ws)
+
+
+@pytest.mark.parametrize("command", ALLOWED)
+def test_plain_allowlisted_commands_run(ws: Workspace, command: str) -> None:
+    policy = CommandPolicy("git,pytest,ls,head,tail", workspace=ws)
+    assert policy.approve(command) is None
+
+
+@pytest.mark.parametrize(("command", "allowed"), [
+    ("cd sub && ls > ../x.txt", True),              # runs in sub: ../x.txt is in the root
+    ("cd sub; ls > ../x.txt", False),               # if cd fails, ls runs in the root
+    ("cd sub || ls > ../x.txt", False),
+    ("ls || cd sub && ls > ../x.txt", False),       # ls may succeed and skip the cd
+    ("ls && cd sub && ls > ../x.txt", True),
+    ("ls | cd sub && ls > ../x.txt", False),        # a cd in a pipeline moves nothing
+    ("cd sub && cd .. && ls > x.txt", True),
+    ("cd sub && ls; cd .. ", False),                # after `;` the root is possible too
+    ("cd ../lib && ls > y.txt", True),              # an --add-dir is part of the workspace
+    ("cd ../ref && ls", False),                     # a read-only dir is not
 ])
-def test_programs_in(command: str, programs: list[str]) -> None:
-    assert programs_in(command) == programs
+def test_redirections_follow_cd(ws: Workspace, command: str, allowed: bool) -> None:
+    reason = CommandPolicy("ls", workspace=ws).approve(command)
+    assert (reason is None) is allowed, reason
 
 
-@pytest.mark.parametrize("command", ["echo $(rm -rf /)", "echo `id`", "diff <(ls) <(ls a)",
-                                     "echo 'unbalanced"])
-def test_unparseable_commands(command: str) -> None:
-    assert programs_in(command) is None
+def always_asker(ws: Workspace) -> tuple[CommandPolicy, list[Question]]:
+    """An `ask` policy whose person answers "always" to everything, and what it was asked."""
+    asked: list[Question] = []
+
+    def ask(question: Question) -> str:
+        asked.append(question)
+        return "always"
+
+    return CommandPolicy("ask", ask=ask, workspace=ws), asked
+
+
+def test_constructs_are_asked_every_time_and_always_adds_only_programs(ws: Workspace) -> None:
+    policy, asked = always_asker(ws)
+    assert policy.approve("git status;(touch x)") is None
+    assert asked[-1] == Question("git status;(touch x)", ("git",), ("a subshell `( … )`",))
+    assert policy.approve("git status;(touch x)") is None
+    assert asked[-1] == Question("git status;(touch x)", (), ("a subshell `( … )`",))
+    assert policy.approve("git log -c x | head") is None
+    assert asked[-1].programs == ("head",) and asked[-1].found == ()
+    assert policy.approve("git log | head -3") is None
+    assert len(asked) == 3
+    assert policy.approved == {"git", "head"}
+
+
+def test_a_program_given_by_path_is_never_offered_always(ws: Workspace) -> None:
+    policy, asked = always_asker(ws)
+    assert policy.approve("./build.sh --fast") is None
+    assert policy.approve("./build.sh --fast") is None
+    assert len(asked) == 2 and asked[0].programs == ()
+    assert asked[0].found == ("`./build.sh`, a program named by its path",)
+
+
+def test_a_path_on_the_allowlist_matches_only_itself(ws: Workspace) -> None:
+    policy = CommandPolicy("git,./run", workspace=ws)
+    assert policy.approve("./run --fast") is None
+    assert "`./git` is not in the allowed programs" in (policy.approve("./git status") or "")
+    assert "`/tmp/git`" in (policy.approve("/tmp/git status") or "")
+
+
+def test_refusal_tells_the_model_what_to_do_instead(ws: Workspace) -> None:
+    policy = CommandPolicy("git", workspace=ws)
+    assert "run each program as its own command" in (policy.approve("git log $(id)") or "")
+    assert "write_file" in (policy.approve("git log > ../x") or "")
+    assert "do without that option" in (policy.approve("git -c a.b=c log") or "")
+    reason = policy.approve("git diff | less")
+    assert reason is not None and "`less` is not in the allowed programs (git)" in reason
+
+
+def test_the_policy_without_a_workspace_writes_nowhere() -> None:
+    policy = CommandPolicy("git,ls")
+    assert "approval" in (policy.approve("git status;(touch pwned)") or "")
+    assert policy.approve("git status > /dev/null") is None
+    assert "outside the workspace" in (policy.approve("ls > notes.txt") or "")
+    assert "leaves the workspace" in (policy.approve("cd sub && ls") or "")
+
+
+def test_the_parser_missing_fails_closed(tmp_path: Path) -> None:
+    """A real interpreter in which tree-sitter cannot be imported."""
+    script = ("import sys; sys.modules['tree_sitter'] = None\n"
+              "from swival.tools.policy import CommandPolicy\n"
+              "print(CommandPolicy('git').approve('git status'))\n"
+              "print(CommandPolicy('all').approve('git status'))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=tmp_path, check=True).stdout.splitlines()
+    assert "the shell parser is unavailable" in out[0] and "tree-sitter-bash" in out[0]
+    assert out[1] == "None"
 
 
 # --- modes --------------------------------------------------------------------------
 
 def test_all_allows_everything() -> None:
-    policy = CommandPolicy("all")
-    assert policy.approve("rm -rf build && curl x | sh") is None
+    assert CommandPolicy("all").approve("rm -rf build && curl x | sh") is None
 
 
 def test_none_refuses_and_says_how_to_allow() -> None:
@@ -73,33 +286,15 @@ def test_none_refuses_and_says_how_to_allow() -> None:
     assert "--commands all" in reason and "--yolo" in reason and "--commands git,pytest" in reason
 
 
-def test_allowlist() -> None:
-    policy = CommandPolicy("git,pytest,ls")
-    assert policy.approve("git status") is None
-    assert policy.approve("cd src && pytest -q | ls") is None  # cd is always allowed
-    reason = policy.approve("git diff | less")
-    assert reason is not None and "`less` is not in the allowed programs" in reason
-    assert "git, pytest, ls" in reason
-    assert policy.approve("pytest; rm -rf /") is not None
-    assert policy.approve("/tmp/git status") is not None  # a path is not the allowed name
-    assert policy.approve("./git status") is not None
-
-
-def test_allowlist_refuses_substitution() -> None:
-    reason = CommandPolicy("git").approve("git commit -m $(cat msg)")
-    assert reason is not None and "command substitution" in reason
-    assert CommandPolicy("echo").approve("echo `whoami`") is not None
-
-
-def test_ask_once_always_deny() -> None:
-    asked: list[tuple[str, str]] = []
+def test_ask_once_always_deny(ws: Workspace) -> None:
+    asked: list[Question] = []
     answers = iter(["once", "once", "always", "deny"])
 
-    def ask(command: str, programs: str) -> str:
-        asked.append((command, programs))
+    def ask(question: Question) -> str:
+        asked.append(question)
         return next(answers)
 
-    policy = CommandPolicy("ask", ask=ask)
+    policy = CommandPolicy("ask", ask=ask, workspace=ws)
     assert policy.approve("pytest -q") is None            # once
     assert policy.approve("pytest -x") is None            # once again: asked again
     assert policy.approve("git log | head") is None       # always: remembers git and head
@@ -107,22 +302,9 @@ def test_ask_once_always_deny() -> None:
     assert policy.approve("head -1 x && git diff") is None  # not asked
     reason = policy.approve("rm -rf build")               # deny
     assert reason is not None and "declined" in reason
-    assert asked == [("pytest -q", "pytest"), ("pytest -x", "pytest"),
-                     ("git log | head", "git, head"), ("rm -rf build", "rm")]
-
-
-def test_ask_always_on_unparseable_command_remembers_that_text_only() -> None:
-    asked: list[tuple[str, str]] = []
-
-    def ask(command: str, programs: str) -> str:
-        asked.append((command, programs))
-        return "always"
-
-    policy = CommandPolicy("ask", ask=ask)
-    assert policy.approve("echo $(date)") is None
-    assert policy.approve("echo $(date)") is None
-    assert policy.approve("echo $(id)") is None
-    assert asked == [("echo $(date)", "this command"), ("echo $(id)", "this command")]
+    assert [(q.command, q.programs) for q in asked] == [
+        ("pytest -q", ("pytest",)), ("pytest -x", ("pytest",)),
+        ("git log | head", ("git", "head")), ("rm -rf build", ("rm",))]
 
 
 def test_ask_without_callback_refuses() -> None:
@@ -135,11 +317,22 @@ def test_describe() -> None:
     assert CommandPolicy("git,ls").describe() == "commands allowed: git, ls"
 
 
+def test_question_shows_control_characters_as_escapes() -> None:
+    question = Question("echo safe\x1b[2K\rrm -rf x\n", (), ())
+    assert question.shown == "echo safe\\x1b[2K\\rrm -rf x\n"
+
+
 def test_policy_wired_into_run_command(tmp_path: Path) -> None:
-    ctx = ToolContext(root=tmp_path, approve=CommandPolicy("ls").approve)
+    ctx = ToolContext(root=tmp_path)
+    ctx.approve = CommandPolicy("ls", workspace=Workspace.of(ctx)).approve
     registry = ToolRegistry(core_tools())
     refused = registry.run(ToolCall("1", "run_command", {"command": "touch x"}), ctx)
     assert refused.is_error and refused.content.startswith("command refused: `touch`")
     assert not (tmp_path / "x").exists()
-    allowed = registry.run(ToolCall("2", "run_command", {"command": "ls"}), ctx)
+    for i, command in enumerate(["ls;(touch x)", "ls > /dev/null;>x", "ls > ../x"]):
+        result = registry.run(ToolCall(str(i), "run_command", {"command": command}), ctx)
+        assert result.is_error and "command refused" in result.content
+    assert not (tmp_path / "x").exists() and not (tmp_path.parent / "x").exists()
+    allowed = registry.run(ToolCall("9", "run_command", {"command": "ls > listing"}), ctx)
     assert not allowed.is_error and allowed.meta["exit_code"] == 0
+    assert (tmp_path / "listing").exists()

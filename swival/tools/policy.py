@@ -1,40 +1,99 @@
 """Which shell commands may run: the `--commands` policy behind `ToolContext.approve`.
 
 Modes:
-- "all": every command runs.
+- "all": every command runs (unparsed).
 - "none": no command runs; the reason tells the model (and so the user) how to allow them.
-- an allowlist such as "git,pytest,ls": every program the command starts (each part of
-  a pipeline or of a `&&`, `||`, `;`, `&` list, after `VAR=value` prefixes) must be on
-  the list. Command substitution (`$(...)`, backticks, `<(...)`) cannot be checked and
-  is refused. A name with a `/` only matches the same path, so `./git` is not `git`.
-  `cd`, `pwd`, `true` and `false` are always allowed (they change nothing).
-- "ask": an injected callback decides per command: "once" runs it, "always" runs it and
-  approves its programs for the rest of the session, "deny" refuses it. The callback is
-  told which programs need approval; for a command whose programs cannot be known it is
-  told "this command", and "always" then approves that exact command text only.
+- an allowlist such as "git,pytest,ls": a command runs only when its bash parse
+  (shell_parse) is nothing but simple commands with literal words joined by `;`, a
+  newline, `&&`, `||` or `|`; every program is on the list (or is `cd`, `pwd`, `true`,
+  `false`; a name with a `/` only matches the same path); no program uses an argument
+  from the table in program_rules (`git -c`, `find -exec`, ...); every `cd` stays in the
+  workspace; and every redirection (and `sed -i` file) writes inside the workspace but
+  outside `.git/` and `.swival/`, or to `/dev/null`, or duplicates a descriptor (`2>&1`);
+  input redirections read inside the readable directories. Anything else is refused
+  with a reason naming what was found and what to do instead.
+- "ask": the same check. What passes runs; anything else goes to the injected callback
+  as a `Question`: "once" runs it, "always" runs it and adds its unlisted programs to the
+  allowlist for the session (nothing more), "deny" refuses it. A command that needs
+  approval for anything but an unlisted program is asked about every time.
+If the parser cannot be loaded, nothing is auto-approved.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from swival.errors import ConfigError
-
-AskCallback = Callable[[str, str], str]  # (command, programs) -> "once" | "always" | "deny"
+from swival.tools.base import ToolContext
+from swival.tools.program_rules import in_place_files, risk
+from swival.tools.shell_parse import Redirect, Script, parse
+from swival.tools.workspace import FORBIDDEN_WRITE_PARTS, readable_roots, writable_roots
 
 KEYWORD_MODES = ("ask", "all", "none")
 ALWAYS_ALLOWED = frozenset({"cd", "pwd", "true", "false"})
-SEPARATORS = frozenset({"|", "||", "&", "&&", ";", ";;", "(", ")", "|&", "\n"})
-REDIRECTIONS = frozenset({"<", ">", ">>", ">&", "<&", "&>", "&>>", "<>", ">|", "<<", "<<<"})
-SUBSTITUTION = re.compile(r"\$\(|`|[<>]\(")
-ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 PROGRAM_NAME = re.compile(r"^[\w.+/-]+$")
+PROTECTED_PARTS = FORBIDDEN_WRITE_PARTS | {".swival"}
+DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 
 HOW_TO_ALLOW = ("restart with --commands all, --yolo, or an allowlist such as "
                 "--commands git,pytest (config key `commands`)")
+INSTEAD = {
+    "shell": "run each program as its own command, with literal arguments",
+    "option": "do without that option, or ask the user to run the command",
+    "write": "write only inside the workspace (not .git/ or .swival/), or use write_file",
+    "read": "read only inside the workspace",
+    "cd": "stay inside the workspace",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something in a command that needs a person's approval each time: `what` is named
+    for a person, `instead` tells the model what to do when no one can approve."""
+
+    what: str
+    instead: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the person is asked about one command. `programs` are the unlisted programs
+    "always" would add (empty: offer no "always"); `found` is what needs approval every
+    time, in words for a person."""
+
+    command: str
+    programs: tuple[str, ...]
+    found: tuple[str, ...]
+
+    @property
+    def shown(self) -> str:
+        """The command as a terminal may print it: control characters (which could hide
+        part of it) are written as escapes such as `\\x1b`."""
+        return "".join(c if c in "\n\t" or c.isprintable() else repr(c)[1:-1]
+                       for c in self.command)
+
+
+AskCallback = Callable[[Question], str]  # -> "once" | "always" | "deny"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where commands start (`root`) and where their redirections may write and read.
+    The default has no directories at all: every file redirection and `cd` is found."""
+
+    root: Path = Path("/")
+    writable: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()
+
+    @classmethod
+    def of(cls, ctx: ToolContext) -> Workspace:
+        return cls(ctx.root.resolve(), writable_roots(ctx), readable_roots(ctx))
+
+    def holding(self, path: Path, roots: Iterable[Path]) -> Path | None:
+        return next((r for r in roots if path == r or path.is_relative_to(r)), None)
 
 
 def parse_mode(commands: str) -> str:
@@ -62,35 +121,6 @@ def resolve_mode(commands: str, yolo: bool, interactive: bool) -> str:
     return mode
 
 
-def programs_in(command: str) -> list[str] | None:
-    """The programs a shell command would start, in order, or None when that cannot be
-    known statically (command substitution, unbalanced quotes)."""
-    if SUBSTITUTION.search(command):
-        return None
-    # A newline separates commands like `;` does (inside quotes the change is harmless:
-    # only the program names are kept).
-    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|()<>")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        tokens = list(lexer)
-    except ValueError:
-        return None
-    programs: list[str] = []
-    at_start, skip_next = True, False
-    for token in tokens:
-        if skip_next:
-            skip_next = False
-        elif token in SEPARATORS:
-            at_start = True
-        elif token in REDIRECTIONS:
-            skip_next = True
-        elif at_start and not ASSIGNMENT.match(token):
-            programs.append(token)
-            at_start = False
-    return programs
-
-
 @dataclass
 class CommandPolicy:
     """The approver for one session. `approve(command)` returns None to allow the command
@@ -98,8 +128,8 @@ class CommandPolicy:
 
     mode: str
     ask: AskCallback | None = None
+    workspace: Workspace = field(default_factory=Workspace)
     approved: set[str] = field(default_factory=set)
-    approved_commands: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.mode = parse_mode(self.mode)
@@ -119,36 +149,116 @@ class CommandPolicy:
             return None
         if self.mode == "none":
             return f"running commands is disabled in this session; to allow it, {HOW_TO_ALLOW}."
-        programs = programs_in(command)
+        unlisted, found = self.review(command)
+        if not unlisted and not found:
+            return None
         if self.mode == "ask":
-            return self._ask(command, programs)
-        if programs is None:
-            return ("the command uses command substitution or quoting that cannot be checked "
-                    "against the allowlist; run each program as its own command.")
-        for program in programs:
-            if not self._allowed(program):
-                return (f"`{program}` is not in the allowed programs "
-                        f"({self.mode.replace(',', ', ')}); use only those programs.")
-        return None
+            return self._ask(command, unlisted, found)
+        return _refusal(unlisted, found, self.mode)
 
-    def _allowed(self, program: str) -> bool:
-        return program in self.approved or program in ALWAYS_ALLOWED
+    def review(self, command: str) -> tuple[list[str], list[Finding]]:
+        """The unlisted programs of `command`, and everything else needing approval."""
+        script = parse(command)
+        found = [Finding(what, INSTEAD["shell"]) for what in script.constructs]
+        unlisted: list[str] = []
+        for simple in script.commands:
+            program = simple.words[0]
+            if program not in self.approved and program not in ALWAYS_ALLOWED:
+                unlisted.append(program)
+            option = risk(simple.words)
+            if option:
+                found.append(Finding(option, INSTEAD["option"]))
+        found += self._paths(script)
+        return list(dict.fromkeys(unlisted)), list(dict.fromkeys(found))
 
-    def _ask(self, command: str, programs: list[str] | None) -> str | None:
-        if programs is None and command in self.approved_commands:
-            return None
-        pending = [p for p in programs or () if not self._allowed(p)]
-        if programs is not None and not pending:
-            return None
+    def _paths(self, script: Script) -> list[Finding]:
+        """Findings for redirections, `sed -i` files and `cd`, each resolved from every
+        directory the command may run in. `cd D && next` runs `next` in D when the `cd`
+        starts its `&&` chain; after `;` or `||` the old directories remain possible, and
+        a `cd` inside a pipeline moves nothing."""
+        commands = script.commands
+        joins = [";", *(script.operators if len(script.operators) == len(commands) - 1
+                        and not script.constructs else [";"] * (len(commands) - 1)), ";"]
+        cwds = {self.workspace.root}
+        reached = set(cwds)  # every directory this `&&`/`||` chain may have left us in
+        found: list[Finding] = []
+        for i, simple in enumerate(commands):
+            writes = [Redirect(">", f) for f in in_place_files(simple.words)]
+            found += [f for r in (*simple.redirects, *writes) if r.target is not None
+                      for f in self._target(r, cwds)]
+            after = cwds
+            if simple.words[0] == "cd":
+                problem, targets = self._cd(list(simple.words[1:]), cwds)
+                found += problem
+                after = cwds if "|" in joins[i:i + 2] else targets
+            reached |= after
+            if joins[i + 1] == "|":
+                continue
+            cwds = after if joins[i + 1] == "&&" and joins[i] in (";", "&&") else reached
+            if joins[i + 1] == ";":
+                reached = set(cwds)
+        return found
+
+    def _target(self, redirect: Redirect, cwds: set[Path]) -> list[Finding]:
+        target = redirect.target or ""
+        if target in DEVICES:
+            return []
+        write = redirect.writes
+        roots = self.workspace.writable if write else self.workspace.readable
+        label = f"{'writing' if write else 'reading'} `{target}`"
+        for path in _resolved(cwds, target):
+            root = None if path is None else self.workspace.holding(path, roots)
+            if path is None or root is None:
+                return [Finding(f"{label}, outside the workspace",
+                                INSTEAD["write" if write else "read"])]
+            if write and PROTECTED_PARTS.intersection(path.relative_to(root).parts):
+                return [Finding(f"{label}, inside .git/ or .swival/", INSTEAD["write"])]
+        return []
+
+    def _cd(self, args: list[str], cwds: set[Path]) -> tuple[list[Finding], set[Path]]:
+        """Findings for one `cd`, and where it leads when it succeeds."""
+        if len(args) != 1 or args[0].startswith("-"):
+            return [Finding("`cd` without exactly one directory", INSTEAD["cd"])], cwds
+        targets = _resolved(cwds, args[0])
+        inside = {p for p in targets
+                  if p is not None and self.workspace.holding(p, self.workspace.writable)}
+        if None in targets or inside != set(targets):
+            return [Finding(f"`cd {args[0]}`, which leaves the workspace", INSTEAD["cd"])], cwds
+        return [], inside
+
+    def _ask(self, command: str, unlisted: list[str], found: list[Finding]) -> str | None:
         if self.ask is None:
             return f"no one is available to approve commands; {HOW_TO_ALLOW}."
-        label = ", ".join(dict.fromkeys(pending)) if programs is not None else "this command"
-        answer = self.ask(command, label)
+        by_path = [p for p in unlisted if "/" in p]
+        what = [f.what for f in found] + [f"`{p}`, a program named by its path" for p in by_path]
+        programs = tuple(p for p in unlisted if "/" not in p)
+        answer = self.ask(Question(command, programs, tuple(what)))
         if answer == "always":
-            self.approved.update(pending)
-            if programs is None:
-                self.approved_commands.add(command)
+            self.approved.update(programs)
             return None
         if answer == "once":
             return None
         return "the user declined to run it. Ask them, or continue without running it."
+
+
+def _resolved(cwds: set[Path], target: str) -> list[Path | None]:
+    """`target` resolved from each possible working directory; None where it cannot be."""
+    out: list[Path | None] = []
+    for cwd in sorted(cwds):
+        try:
+            out.append((cwd / target).resolve())
+        except (OSError, RuntimeError, ValueError):
+            out.append(None)
+    return out
+
+
+def _refusal(unlisted: list[str], found: list[Finding], allowed: str) -> str:
+    """The reason sent to the model when no one can approve: what was found, what to do."""
+    if found:
+        named = "; ".join(f.what for f in found[:3])
+        return (f"this command needs a person's approval for {named}, and no one can give "
+                f"it in this run; {found[0].instead}.")
+    names = ", ".join(f"`{p}`" for p in unlisted)
+    verb = "is" if len(unlisted) == 1 else "are"
+    return (f"{names} {verb} not in the allowed programs ({allowed.replace(',', ', ')}); "
+            "use only those programs.")

@@ -1,0 +1,162 @@
+"""The command policy the way a user meets it: the installed `swival` one-shot with
+`--commands git` against the loopback server, and the approval question in a real
+pseudo-terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e import run_swival
+from tests.fakeserver import FakeServer, text, tool, tools
+
+SWIVAL = shutil.which("swival")
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository `repo/` with one commit, and an `outside/` directory beside it."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (tmp_path / "outside").mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    (root / "a.txt").write_text("a\n")
+    for args in (["init", "-q"], ["add", "a.txt"], ["commit", "-q", "-m", "first"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+    # A planted `./git` that a PATH trick would run instead of the real one.
+    (root / "git").write_text("#!/bin/sh\ntouch pwned-path\n")
+    (root / "git").chmod(0o755)
+    return root
+
+
+def bypasses(outside: Path) -> list[str]:
+    return [
+        "git status;(touch pwned1)",
+        "git status&&(touch pwned2)",
+        "git status|(sh -c 'touch pwned3')",
+        "git status;>pwned4",
+        "git status||>pwned5",
+        "true;(touch pwned6)",
+        "PATH=.:$PATH git status",
+        "git -c alias.x='!touch pwned7' x",
+        "git -c core.fsmonitor='touch pwned8' status",
+        "GIT_EXTERNAL_DIFF='touch pwned9' git diff HEAD",
+        f"true > {outside}/pwned10",
+        "git status > .git/hooks/post-checkout",
+        "git status\ntouch pwned11",
+        "eval 'touch pwned12'",
+        "git ls-files | xargs touch",
+        "cd .. && git status > pwned13",
+        "git status & touch pwned14",
+        "git log $(touch pwned15)",
+        "bash -c 'touch pwned16'",
+        "env touch pwned17",
+        "{ touch pwned18; }",
+    ]
+
+
+def files(top: Path) -> set[Path]:
+    """Everything under `top` but Swival's own state (the session transcript)."""
+    return {p for p in top.rglob("*") if ".swival" not in p.parts}
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+@needs_git
+def test_one_shot_allowlist_runs_git_status_and_no_bypass(fake_server: Any, repo: Path) -> None:
+    outside = repo.parent / "outside"
+    attempts = bypasses(outside)
+    server: FakeServer = fake_server(kind="llamacpp", window=32_768).script(
+        tools([("run_command", {"command": c}) for c in attempts]),
+        tool("run_command", command="git status"),
+        text("done"),
+    )
+    before = files(repo.parent)
+    result = run_swival(server, repo, "--commands", "git", "--max-turns", "5", "-p", "try")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    refused = tool_results(server.requests[1])
+    assert len(refused) == len(attempts)
+    assert all(r.startswith("command refused: ") for r in refused), refused
+    assert "a subshell `( … )`" in refused[0] and "run each program as its own" in refused[0]
+    assert "a variable assignment `PATH=…`" in refused[6]
+    assert "`git -c`" in refused[7]
+    assert "outside the workspace" in refused[10] and "inside .git/" in refused[11]
+    assert files(repo.parent) == before
+    status = tool_results(server.requests[2])[-1]
+    assert "On branch" in status and "[exit code 0]" in status
+
+
+def spawn(server: FakeServer, root: Path, *args: str, columns: int = 120) -> Any:
+    pexpect = pytest.importorskip("pexpect")
+    env = {**os.environ, "HOME": str(root), "NO_COLOR": "1", "TERM": "xterm-256color",
+           "COLUMNS": str(columns), "LINES": "40"}
+    child = pexpect.spawn(SWIVAL, ["--provider", "llamacpp", "--base-url", server.url,
+                                   "--commands", "ask", *args],
+                          cwd=str(root), env=env, encoding="utf-8",
+                          dimensions=(40, columns), timeout=30)
+    child.logfile_read = sys.stdout if os.environ.get("SWIVAL_PTY_LOG") else None
+    return child
+
+
+@needs_git
+@pytest.mark.skipif(SWIVAL is None, reason="install first: pip install -e . --no-deps")
+@pytest.mark.timeout(90)
+def test_repl_asks_again_for_a_construct_after_always(fake_server: Any, repo: Path) -> None:
+    server: FakeServer = fake_server(kind="llamacpp", window=16_384).script(
+        tool("run_command", command="git status;(touch once)"),
+        tool("run_command", command="git status;(touch twice)"),
+        tool("run_command", command="git log --oneline"),
+        text("all done"),
+    )
+    child = spawn(server, repo)
+    child.expect_exact("›")
+    child.send("go\r")
+    child.expect_exact("Run `git status;(touch once)`?")
+    child.expect_exact("Needs approval every time: a subshell `( … )`.")
+    child.expect_exact("[y]es once / [a]lways allow git / [n]o:")
+    child.send("a\r")
+    child.expect_exact("Run `git status;(touch twice)`?")  # asked again: git only was added
+    child.expect_exact("Needs approval every time: a subshell `( … )`.")
+    child.expect_exact("[y]es once / [n]o:")
+    child.send("n\r")
+    child.expect_exact("all done")  # `git log` ran without a question
+    child.expect_exact("›")
+    child.sendcontrol("d")
+    child.expect(pytest.importorskip("pexpect").EOF)
+    assert (repo / "once").exists() and not (repo / "twice").exists()
+    results = tool_results(server.requests[-1])
+    assert "declined" in results[1] and "first" in results[2]
+
+
+@needs_git
+@pytest.mark.skipif(SWIVAL is None, reason="install first: pip install -e . --no-deps")
+@pytest.mark.timeout(90)
+def test_one_shot_question_wraps_between_words(fake_server: Any, repo: Path) -> None:
+    command = ("git log --oneline --decorate --simplify-by-decoration --date-order "
+               "--max-count=3; (touch pwned)")
+    server: FakeServer = fake_server(kind="llamacpp", window=16_384).script(
+        tool("run_command", command=command), text("finished"))
+    child = spawn(server, repo, "-p", "go", columns=40)
+    child.expect_exact("[n] no:")
+    shown = child.before.replace("\r\n", "\n")
+    child.send("n\r")
+    child.expect(pytest.importorskip("pexpect").EOF)
+    lines = shown[shown.index("swival wants to run:"):].splitlines()
+    assert all(len(line) <= 40 for line in lines), lines
+    words = " ".join(lines).split()
+    for word in [*command.split(), "subshell"]:
+        assert word in words, (word, lines)
+    assert not (repo / "pwned").exists()
+    assert "declined" in json.dumps(server.requests[-1]["messages"])
