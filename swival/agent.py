@@ -38,8 +38,21 @@ from swival.tools.base import ToolContext
 from swival.tools.registry import ToolRegistry
 
 MAX_OVERFLOW_RETRIES = 4
+MAX_CONTINUATIONS = 2  # replies cut by the output limit in a row before the turn stops
 RECAP_OUTPUT_TOKENS = 1024
 INTERRUPTED_RESULT = "[interrupted by the user before this call finished; it may not have run]"
+CONTINUE_NOTE = ("[Your reply was cut off by the output limit. Continue exactly where it "
+                 "stopped; do not repeat what you already wrote.]")
+CUT_CALL_RESULT = (
+    "error: not run. Your reply reached the output limit ({limit} tokens) while writing this "
+    "call, so its arguments are incomplete. Write smaller pieces: create a file with its "
+    "first part and add the rest with edit_file, or split the work over several calls."
+)
+OUTPUT_LIMIT_TEXT = (
+    "The reply was cut off by the output limit {count} times in a row ({limit} tokens), so "
+    "it is incomplete. Raise --max-output-tokens (or load a larger window), or ask for a "
+    "shorter answer."
+)
 
 
 def make_summarizer(
@@ -90,25 +103,39 @@ class Agent:
         self._clock = 0  # model calls in the whole session (what the context engine sees)
         self._calls = 0
         self._usage = Usage()
+        self._cuts = 0  # replies cut by the output limit in a row
+        self._reply_limit = 0  # max_tokens of the last request
 
     def run_turn(self, text: str) -> Iterator[Event]:
         """Handle one user request. The last event is always `TurnFinished`.
 
-        On Ctrl-C the caller catches KeyboardInterrupt and calls `interrupted()`,
-        which answers any unanswered tool call so the conversation stays valid.
+        A reply cut by the output limit is never taken as the answer: it is continued,
+        or, when the cut fell inside a tool call, the call is refused with a request for
+        smaller pieces; after MAX_CONTINUATIONS cuts in a row the turn stops with
+        "output_limit". On Ctrl-C the caller catches KeyboardInterrupt and calls
+        `interrupted()`, which answers any unanswered tool call so the conversation
+        stays valid.
         """
         self.context.add_user(text)
         self._turn, self._calls, self._usage = 0, 0, Usage()
+        parts: list[str] = []  # texts of cut replies, joined with the one that finishes
         while self._turn < self.config.max_turns:
             self._turn += 1
             self._clock += 1
             completion = yield from self._call_model()
             message = completion.message
             self.context.add_assistant(message)
+            if completion.finish_reason == "length":
+                stop = yield from self._after_cut(message, parts)
+                if stop is not None:
+                    yield stop
+                    return
+                continue
             if not message.tool_calls:
                 yield from self.context.end_turn(self._clock)
-                yield self._finished(message.content, "done")
+                yield self._finished("".join(parts) + message.content, "done")
                 return
+            parts.clear()
             self._pending = list(message.tool_calls)
             while self._pending:
                 yield from self._run_tool(self._pending[0])
@@ -118,6 +145,30 @@ class Agent:
             "(raise --max-turns to allow more).",
             "max_turns",
         )
+
+    def _after_cut(self, message: Message, parts: list[str]
+                   ) -> Generator[Event, None, TurnFinished | None]:
+        """A reply the output limit cut: refuse its tool calls (their arguments are
+        incomplete) or keep its text and ask the model to go on. The TurnFinished to
+        end with once the cuts pass MAX_CONTINUATIONS, else None."""
+        self._cuts += 1
+        limit = self._reply_limit
+        for call in message.tool_calls:
+            yield ToolStarted(call)
+            result = ToolResult(CUT_CALL_RESULT.format(limit=limit), is_error=True)
+            yield ToolFinished(call, self.context.add_tool_result(call, result,
+                                                                  read_only=True), 0.0)
+        if message.tool_calls:
+            yield from self.context.after_tool_batch(self._clock)
+        else:
+            parts.append(message.content)
+        if self._cuts > MAX_CONTINUATIONS:
+            finished = self._finished(OUTPUT_LIMIT_TEXT.format(count=self._cuts, limit=limit),
+                                      "output_limit")
+            return replace(finished, partial="".join(parts))
+        if not message.tool_calls:
+            self.context.add_note(CONTINUE_NOTE)
+        return None
 
     def interrupted(self) -> TurnFinished:
         """Close an interrupted turn: answer pending tool calls with a synthetic result."""
@@ -172,13 +223,24 @@ class Agent:
                     self._usage.completion_tokens + completion.usage.completion_tokens,
                 )
             yield ModelCallFinished(completion.usage, prepared.estimated_tokens)
-            if cut is None:
-                if completion.notes:
-                    yield Notice("Repaired: " + "; ".join(completion.notes) + ".")
-                return completion
-            # The reply was written without the part of the prompt the server dropped.
-            yield Notice(f"{cut} Compacting to fit and asking again.", "warning")
-            yield from self.context.on_overflow(cut, self._clock)
+            if cut is not None:
+                # The reply was written without the part of the prompt the server dropped.
+                yield Notice(f"{cut} Compacting to fit and asking again.", "warning")
+                yield from self.context.on_overflow(cut, self._clock)
+                continue
+            if completion.finish_reason == "length" and prepared.room_limited:
+                room = self.context.make_room(self._clock)
+                if room:  # the window, not the limit, cut it: make room, ask again
+                    yield Notice("The reply ran out of room in the context window; "
+                                 "compacting and asking again.", "warning")
+                    yield from room
+                    continue
+            if completion.notes:
+                yield Notice("Repaired: " + "; ".join(completion.notes) + ".")
+            if completion.finish_reason != "length":
+                self._cuts = 0
+            self._reply_limit = prepared.max_output_tokens
+            return completion
         raise ContextExhausted(
             "The server kept rejecting the prompt as too long even after compaction. "
             "Load the model with a larger context window or pass a smaller --max-context-tokens."

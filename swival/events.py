@@ -73,18 +73,22 @@ class Notice:
     level: Literal["info", "warning", "error"] = "info"
 
 
-ExitReason = Literal["done", "max_turns", "interrupted", "context_exhausted", "error"]
+ExitReason = Literal["done", "max_turns", "interrupted", "context_exhausted", "output_limit",
+                     "error"]
 
 
 @dataclass(frozen=True)
 class TurnFinished:
-    """The last event of every turn."""
+    """The last event of every turn. `answer` is the final answer when `reason` is
+    "done", else what the user should be told; `partial` is the text of a reply the
+    output limit kept cutting ("output_limit")."""
 
     answer: str
     reason: ExitReason
     turns: int
     tool_calls: int
     usage: Usage = field(default_factory=Usage)
+    partial: str = ""
 
 
 Event = (

@@ -1,7 +1,8 @@
 """One-shot mode: the final answer alone on stdout, progress on stderr, or one JSON object.
 
-Exit codes: 0 done, 1 runtime error, 2 usage/config, 3 provider unreachable or model
-missing, 4 turn limit, 5 context exhausted, 130 interrupted, 143 terminated (SIGTERM).
+Exit codes: 0 done, 1 runtime error or a reply the output limit kept cutting, 2
+usage/config, 3 provider unreachable or model missing, 4 turn limit, 5 context exhausted,
+130 interrupted, 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from swival.session import Session
 from swival.tools.policy import Question
 
 EXIT_FOR_REASON = {"done": 0, "max_turns": 4, "interrupted": 130, "context_exhausted": 5,
-                   "error": 1}
+                   "output_limit": 1, "error": 1}
 
 
 @dataclass
@@ -113,6 +114,10 @@ def run_oneshot(session: Session, task: str) -> int:
         print(f"swival: {redact(str(error), session.agent.config.secrets)}", file=sys.stderr)
     elif finished and finished.reason == "done":
         print(finished.answer)
+    elif finished and finished.reason == "output_limit":
+        if finished.partial:  # the incomplete reply is still the result the user asked for
+            print(finished.partial)
+        print(f"swival: {finished.answer}", file=sys.stderr)
     elif finished and finished.reason == "interrupted":
         print("swival: terminated" if code == 143 else "swival: interrupted", file=sys.stderr)
     return code
@@ -138,11 +143,15 @@ def _report(session: Session, tally: Tally, code: int, error: SwivalError | None
     done = tally.finished
     info = session.provider.info
     reason = done.reason if done else ("context_exhausted" if code == 5 else "error")
+    cut = done is not None and done.reason == "output_limit"
+    message = redact(str(error), session.agent.config.secrets) if error else (
+        done.answer if cut and done else None)
     return {
-        "answer": done.answer if done and done.reason == "done" else "",
+        "answer": done.answer if done and done.reason == "done" else (
+            done.partial if cut and done else ""),
         "exit_reason": reason,
         "exit_code": code,
-        "error": redact(str(error), session.agent.config.secrets) if error else None,
+        "error": message,
         "turns": done.turns if done else 0,
         "tool_calls": done.tool_calls if done else 0,
         "tokens": {

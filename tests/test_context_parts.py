@@ -50,7 +50,7 @@ def test_budget_numbers_at_8k() -> None:
     assert budget.output_reserve == 1228 and budget.input_budget == 6964
     assert budget.trigger == 5919 and budget.target == 4178
     assert budget.reply_tokens(1000) == 8192 - 1000 - 163
-    assert budget.reply_tokens(8100) == 256  # the floor
+    assert budget.reply_tokens(8100) == 0  # no room: never more than what is left
     assert Budget(8192, 500, 0.85, 0.6).reply_tokens(100) == 500  # the user's cap
 
 

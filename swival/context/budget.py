@@ -8,15 +8,16 @@
 
 The reply's real `max_tokens` is recomputed before every call as whatever the window
 has left after the prompt (minus a small safety margin), capped by max_output_tokens
-and never below OUTPUT_FLOOR: a short prompt may get a long reply, and the reserve
-guarantees room for a useful one at the trigger point.
+and never more than that room: a short prompt may get a long reply, and the reserve
+guarantees room for a useful one at the trigger point. A prompt that leaves less than
+OUTPUT_FLOOR (or max_output_tokens, if smaller) is not sent.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-OUTPUT_FLOOR = 256  # the smallest reply we ever ask for
+OUTPUT_FLOOR = 256  # the smallest room for a reply we send a prompt with
 OUTPUT_SHARE = 0.15  # share of the window held back for the reply when budgeting
 SAFETY_SHARE = 0.02  # headroom for counting error when sizing the reply
 
@@ -48,6 +49,8 @@ class Budget:
         return int(self.input_budget * self.target_share)
 
     def reply_tokens(self, prompt_tokens: int) -> int:
-        """The max_tokens to send with a prompt of `prompt_tokens` (calibrated)."""
+        """The max_tokens to send with a prompt of `prompt_tokens` (calibrated): what the
+        window has left after the prompt and a safety margin, capped by
+        max_output_tokens; never more than that room (0 when there is none)."""
         room = self.window - prompt_tokens - int(self.window * SAFETY_SHARE)
-        return max(OUTPUT_FLOOR, min(self.max_output_tokens, room))
+        return max(0, min(self.max_output_tokens, room))

@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from swival.context import caps
-from swival.context.budget import OUTPUT_FLOOR, SAFETY_SHARE
+from swival.context.budget import OUTPUT_FLOOR
 from swival.context.calibration import Reading
 from swival.context.levels import Compacting
 from swival.context.protocols import KnowledgeLike
@@ -78,6 +78,14 @@ class ContextEngine(SnapshotOps, Compacting):
     def add_assistant(self, message: Message) -> None:
         self._state.batch = []
         self._append(message)
+
+    def add_note(self, text: str) -> None:
+        """A note from the harness to the model, sent as a user message; unlike a
+        request, the ledger does not record it."""
+        if self._state.pending_notes:
+            text += "\n\n" + "\n".join(self._state.pending_notes)
+            self._state.pending_notes = []
+        self._append(Message(role="user", content=text))
 
     def add_tool_result(self, call: ToolCall, result: ToolResult, *, read_only: bool) -> ToolResult:
         """Cap, record and append one result; return it as the model will see it."""
@@ -129,13 +137,22 @@ class ContextEngine(SnapshotOps, Compacting):
         events = self._gate(turn, "before model call")
         raw = self._raw()
         estimate = self.calibration.apply(raw)
-        if estimate + OUTPUT_FLOOR + int(self.budget.window * SAFETY_SHARE) > self.budget.window:
+        reply = self.budget.reply_tokens(estimate)
+        if reply < min(OUTPUT_FLOOR, self.budget.max_output_tokens):
             raise ContextExhausted(self._exhausted_text(estimate))
         self._state.sent_len = len(self._history)
-        prepared = Prepared(tuple(self.messages()), self.budget.reply_tokens(estimate),
-                            estimate, tuple(events))
+        prepared = Prepared(tuple(self.messages()), reply, estimate, tuple(events),
+                            room_limited=reply < self.budget.max_output_tokens)
         self._last_sent = (prepared, raw)
         return prepared
+
+    def make_room(self, turn: int) -> list[Compacted]:
+        """A reply ran out of room in the window: compact down to the target when the
+        prompt is above it (nothing to gain otherwise; then [])."""
+        if self.estimate() <= self.budget.target:
+            return []
+        return self._compact_down(turn, "reply cut short by the window",
+                                  self._state.last_level + 1)
 
     # ----- calibration and overflow ----------------------------------------------------------
 

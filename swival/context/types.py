@@ -32,9 +32,10 @@ class ContextSettings:
 @dataclass(frozen=True)
 class Prepared:
     messages: tuple[Message, ...]  # exactly what to send (system first)
-    max_output_tokens: int  # shrunk to what fits, with a floor
+    max_output_tokens: int  # what fits in the window, at most the configured limit
     estimated_tokens: int  # calibrated count of messages + tool schemas
     events: tuple[Compacted, ...]  # compactions this call caused
+    room_limited: bool = False  # the window's room, not max_output_tokens, set the limit
 
 
 @dataclass(frozen=True)
