@@ -223,3 +223,17 @@ def test_the_transcript_survives_line_separators_and_bad_metadata(tmp_path: Path
     history = replay(path).history
     assert [m.content for m in history] == ["one\x85two\u2028three", "ok"]
     assert "caf\ufffd.txt" in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.timeout(60)
+def test_the_diff_of_a_big_scattered_edit_is_computed_at_once(ctx: ToolContext) -> None:
+    """difflib needs minutes for this (quadratic); the UI diff must not hold the turn."""
+    lines = [f"line {i} of a generated file\n" for i in range(40_000)]
+    (ctx.root / "gen.txt").write_text("".join(lines))
+    run(ctx, "read_file", file_path="gen.txt")
+    changed = [f"edited {i}\n" if i % 7 == 0 else line for i, line in enumerate(lines)]
+    result = run(ctx, "write_file", file_path="gen.txt", content="".join(changed))
+    assert not result.is_error, result.content
+    diff = result.meta["diff"]
+    assert diff.startswith("--- a/gen.txt\n+++ b/gen.txt\n@@ -1,1 +1,1 @@\n")
+    assert "-line 7 of a generated file\n+edited 7\n" in diff and diff.endswith("[diff cut]\n")

@@ -15,6 +15,8 @@ import difflib
 import os
 import stat
 import tempfile
+from collections.abc import Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 
 from swival.tools.base import ToolContext, ToolError
@@ -23,6 +25,7 @@ from swival.tools.regular import NotRegularFile, not_regular_message, open_regul
 from swival.tools.workspace import display
 
 DIFF_CAP = 4096
+DIFF_MAX_LINES = 2000  # changed lines difflib may compare (see capped_diff)
 
 
 def fingerprint(path: Path) -> tuple[int, int]:
@@ -118,11 +121,48 @@ def atomic_write(path: Path, text: str) -> bool:
 
 
 def capped_diff(old: str, new: str, name: str, cap: int = DIFF_CAP) -> str:
-    """A unified diff of old -> new for the UI, cut to about `cap` characters."""
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True),
-        fromfile=f"a/{name}", tofile=f"b/{name}", n=2,
-    )
+    """A unified diff of old -> new for the UI, cut to about `cap` characters.
+
+    difflib takes quadratic time on many scattered changes (minutes for a 40,000-line file
+    edited every few lines), so when the changed region is longer than DIFF_MAX_LINES the
+    diff is computed line by line (same line count) or only summarised.
+    """
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    head = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                min(len(a), len(b)))
+    tail = next((i for i, (x, y) in enumerate(zip(reversed(a[head:]), reversed(b[head:]),
+                                                  strict=False)) if x != y),
+                min(len(a), len(b)) - head)
+    changed = max(len(a), len(b)) - head - tail
+    header = [f"--- a/{name}\n", f"+++ b/{name}\n"]
+    if changed <= DIFF_MAX_LINES:
+        lines: Iterable[str] = difflib.unified_diff(a, b, fromfile=f"a/{name}",
+                                                    tofile=f"b/{name}", n=2)
+    elif len(a) == len(b):
+        lines = chain(header, _pairwise_hunks(a, b, head, len(a) - tail))
+    else:
+        lines = [*header, f"@@ -{head + 1},{len(a) - head - tail} +{head + 1},"
+                          f"{len(b) - head - tail} @@ too many changed lines to diff\n"]
+    return _cut(lines, cap)
+
+
+def _pairwise_hunks(a: list[str], b: list[str], start: int, end: int) -> Iterator[str]:
+    """Context-free hunks for two texts with the same number of lines."""
+    i = start
+    while i < end:
+        if a[i] == b[i]:
+            i += 1
+            continue
+        j = i
+        while j < end and a[j] != b[j]:
+            j += 1
+        yield f"@@ -{i + 1},{j - i} +{i + 1},{j - i} @@\n"
+        yield from ("-" + line for line in a[i:j])
+        yield from ("+" + line for line in b[i:j])
+        i = j
+
+
+def _cut(lines: Iterable[str], cap: int) -> str:
     out: list[str] = []
     size = 0
     for line in lines:
