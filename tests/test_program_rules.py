@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from swival.tools.program_rules import in_place_files, risk
+from swival.tools.program_rules import risk, written_files
 
 
 @pytest.mark.parametrize(("command", "named"), [
@@ -146,10 +146,22 @@ def test_plain_uses_are_not_flagged(command: str) -> None:
     ("sed -ni.bak -e p -- x", ("x",)),
     ("sed --in-place=.orig 's/a/b/' ../z", ("../z",)),
     ("sed -n p x", ()),
+    ("sort -o /tmp/out in", ("/tmp/out",)),
+    ("sort -uo/tmp/out in", ("/tmp/out",)),
+    ("sort --output=out in", ("out",)),
+    ("sort --output out in", ("out",)),
+    ("sort -r in", ()),
+    ("tee -a log /tmp/x", ("log", "/tmp/x")),
+    ("tee", ()),
+    ("uniq -f 2 in /tmp/out", ("/tmp/out",)),
+    ("uniq --skip-fields 2 in /tmp/out", ("in", "/tmp/out")),
+    ("uniq in", ()),
+    ("git log -1 --format=x --output=/tmp/rc", ("/tmp/rc",)),
+    ("git format-patch -o /tmp/p HEAD~1", ("/tmp/p",)),
     ("git status", ()),
 ])
-def test_in_place_files(command: str, files: tuple[str, ...]) -> None:
-    assert in_place_files(shlex.split(command)) == files
+def test_written_files(command: str, files: tuple[str, ...]) -> None:
+    assert written_files(shlex.split(command)) == files
 
 
 SED_PIECES = list("s/y|[]^\\;#\n:abpwWe1 gIM{}!$,.*") + [

@@ -116,6 +116,8 @@ BYPASSES = [
     ("git status &> {out}/all", "outside the workspace"),
     ("git status >& {out}/all", "outside the workspace"),
     ("git status < /etc/hostname", "reading `/etc/hostname`, outside the workspace"),
+    ("git log -1 --format=x --output={out}/rc", "writing `{out}/rc`, outside the workspace"),
+    ("git format-patch -o .git/hooks HEAD~1", "writing `.git/hooks`, inside .git/"),
     ("cd {out} && git status", "leaves the workspace"),
     ("cd .. && git status", "`cd ..`, which leaves the workspace"),
     ("cd sub && git status > ../../x", "writing `../../x`, outside the workspace"),
@@ -140,6 +142,7 @@ ALLOWED = [
     "git status; ls || true",
     "git config --get user.name",
     "git log --format=%H -- sub/x.py",
+    "git log -1 --output=log.txt",
 ]
 
 
@@ -243,6 +246,22 @@ def test_a_path_on_the_allowlist_matches_only_itself(ws: Workspace) -> None:
     assert policy.approve("./run --fast") is None
     assert "`./git` is not in the allowed programs" in (policy.approve("./git status") or "")
     assert "`/tmp/git`" in (policy.approve("/tmp/git status") or "")
+
+
+@pytest.mark.parametrize(("command", "allowed"), [
+    ("sort -o sorted.txt notes.txt", True),
+    ("sort -o {out}/.bashrc notes.txt", False),
+    ("ls | tee listing.txt", True),
+    ("ls | tee listing.txt {out}/x", False),
+    ("uniq notes.txt {out}/x", False),
+    ("sed -i s/n/m/ notes.txt", True),
+    ("sed -i s/n/m/ {out}/x", False),
+    ("sed -i s/n/m/ .git/config", False),
+])
+def test_files_a_program_is_told_to_write_are_checked(ws: Workspace, command: str,
+                                                      allowed: bool) -> None:
+    reason = CommandPolicy("sort,tee,uniq,sed,ls", workspace=ws).approve(fill(command, ws))
+    assert (reason is None) is allowed, reason
 
 
 def test_refusal_tells_the_model_what_to_do_instead(ws: Workspace) -> None:

@@ -8,9 +8,10 @@ Modes:
   newline, `&&`, `||` or `|`; every program is on the list (or is `cd`, `pwd`, `true`,
   `false`; a name with a `/` only matches the same path); no program uses an argument
   from the table in program_rules (`git -c`, `find -exec`, ...); every `cd` stays in the
-  workspace; and every redirection (and `sed -i` file) writes inside the workspace but
-  outside `.git/` and `.swival/`, or to `/dev/null`, or duplicates a descriptor (`2>&1`);
-  input redirections read inside the readable directories. Anything else is refused
+  workspace; and every redirection, and every file a program is told to write (`sed -i`,
+  `sort -o`, `tee`, ...), writes inside the workspace but outside `.git/` and `.swival/`,
+  or to `/dev/null`, or duplicates a descriptor (`2>&1`); input redirections read inside
+  the readable directories. Anything else is refused
   with a reason naming what was found and what to do instead.
 - "ask": the same check. What passes runs; anything else goes to the injected callback
   as a `Question`: "once" runs it, "always" runs it and adds its unlisted programs to the
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from swival.errors import ConfigError
 from swival.tools.base import ToolContext
-from swival.tools.program_rules import in_place_files, risk
+from swival.tools.program_rules import risk, written_files
 from swival.tools.shell_parse import Redirect, Script, parse
 from swival.tools.workspace import FORBIDDEN_WRITE_PARTS, readable_roots, writable_roots
 
@@ -172,8 +173,8 @@ class CommandPolicy:
         return list(dict.fromkeys(unlisted)), list(dict.fromkeys(found))
 
     def _paths(self, script: Script) -> list[Finding]:
-        """Findings for redirections, `sed -i` files and `cd`, each resolved from every
-        directory the command may run in. `cd D && next` runs `next` in D when the `cd`
+        """Findings for redirections, files named for writing and `cd`, each resolved from
+        every directory the command may run in. `cd D && next` runs `next` in D when the `cd`
         starts its `&&` chain; after `;` or `||` the old directories remain possible, and
         a `cd` inside a pipeline moves nothing."""
         commands = script.commands
@@ -183,7 +184,7 @@ class CommandPolicy:
         reached = set(cwds)  # every directory this `&&`/`||` chain may have left us in
         found: list[Finding] = []
         for i, simple in enumerate(commands):
-            writes = [Redirect(">", f) for f in in_place_files(simple.words)]
+            writes = [Redirect(">", f) for f in written_files(simple.words)]
             found += [f for r in (*simple.redirects, *writes) if r.target is not None
                       for f in self._target(r, cwds)]
             after = cwds

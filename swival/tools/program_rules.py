@@ -4,10 +4,10 @@
 for a person, what needs approval even when the program is on the allowlist:
 `git -c`, `find -exec`, `sed`'s `e` and `w` commands, `awk`'s `system()`, `npm install`,
 `make SHELL=…`, and programs whose whole job is to run another one (`xargs`, `env CMD`,
-`timeout`, shells). `in_place_files(words)` lists the files `sed -i` will rewrite, which
-are checked like redirections. What a repository's own configuration makes a program do
-(`.git/config`, a Makefile, package.json scripts) is beyond this table: the OS sandbox
-contains it.
+`timeout`, shells). `written_files(words)` lists the files the command line tells the
+program to write (`sed -i`, `sort -o`, `tee`, ...), which are checked like redirections.
+What a repository's own configuration makes a program do (`.git/config`, a Makefile,
+package.json scripts) is beyond this table: the OS sandbox contains it.
 """
 
 from __future__ import annotations
@@ -66,6 +66,10 @@ PACKAGE_QUERIES = frozenset({
     "explain", "root", "prefix", "freeze", "check", "inspect", "hash", "tree",
 })
 PACKAGE_FLAGS = frozenset({"--version", "-v", "-V", "--help", "-h"})
+OUTPUT_OPTIONS = {
+    "sort": ("o", ("--output",)),
+    "git": ("o", ("--output", "--output-directory")),
+}
 MAKE_CODE_LONG = ("--file", "--makefile", "--eval", "--directory", "--include-dir")
 AWK_RISKS = (
     (re.compile(r"\bsystem\s*\("), "`system()`, which runs a command"),
@@ -93,12 +97,52 @@ def risk(words: Sequence[str]) -> str | None:
     return rule(args) if rule else None
 
 
-def in_place_files(words: Sequence[str]) -> tuple[str, ...]:
-    """Files named on the command line that the program rewrites (only `sed -i`)."""
-    if PurePath(words[0]).name != "sed":
-        return ()
-    parsed = sed_script.parse_args(list(words[1:]))
-    return tuple(parsed.files) if parsed.in_place else ()
+def written_files(words: Sequence[str]) -> tuple[str, ...]:
+    """Files (for `git format-patch -o`, a directory) that the program writes because the
+    command line names them: `sed -i`, `sort -o`, `tee`, `uniq IN OUT`, `git --output`.
+    The policy checks them like output redirections."""
+    name, args = PurePath(words[0]).name, list(words[1:])
+    if name in ("sed", "gsed"):
+        parsed = sed_script.parse_args(args)
+        return tuple(parsed.files) if parsed.in_place else ()
+    if name == "tee":
+        return tuple(_operands(args, ()))
+    if name == "uniq":  # `uniq [IN [OUT]]`; a long option's value may be read as IN
+        return tuple(_operands(args, ("f", "s", "w"))[1:])
+    if name in OUTPUT_OPTIONS:
+        return tuple(_option_values(args, *OUTPUT_OPTIONS[name]))
+    return ()
+
+
+def _operands(args: list[str], valued: tuple[str, ...]) -> list[str]:
+    """The non-option arguments, skipping the value of each short option in `valued`."""
+    out: list[str] = []
+    skip = False
+    for k, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg == "--":
+            return out + args[k + 1:]
+        elif arg.startswith("-") and arg != "-":
+            skip = not arg.startswith("--") and arg[-1] in valued
+        else:
+            out.append(arg)
+    return out
+
+
+def _option_values(args: list[str], short: str, longs: tuple[str, ...]) -> list[str]:
+    """Values given to the short option letter `short` (`-o F`, `-oF`, `-uo F`) or to
+    one of `longs` (`--output F`, `--output=F`)."""
+    out = []
+    for k, arg in enumerate(args):
+        following = args[k + 1:k + 2]
+        name, eq, value = arg.partition("=")
+        if name in longs:
+            out += [value] if eq else following
+        elif _short(arg, short):
+            rest = arg[arg.index(short) + 1:]
+            out += [rest] if rest else following
+    return out
 
 
 def _env_runs(args: list[str]) -> bool:
