@@ -107,7 +107,7 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
         read_only_dirs=_dirs(settings, settings.add_dir_ro),
         command_timeout=float(settings.command_timeout),
     )
-    policy = CommandPolicy(mode, workspace=Workspace.of(tool_ctx))
+    policy = CommandPolicy(mode, workspace=Workspace.of(tool_ctx, os.environ))
     tool_ctx.approve = policy.approve
     state_dir = root / ".swival"
     context = ContextEngine(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,8 @@ def ws(tmp_path: Path) -> Workspace:
     (root / "notes.txt").write_text("n\n")
     (tmp_path / "ref" / "data.txt").write_text("d\n")
     return Workspace.of(ToolContext(root=root, extra_dirs=(tmp_path / "lib",),
-                                    read_only_dirs=(tmp_path / "ref",)))
+                                    read_only_dirs=(tmp_path / "ref",)),
+                        {"PATH": "/usr/bin:/bin"})
 
 
 # Each bypass of issue 10, with what the refusal must name. {out} is a directory outside
@@ -264,6 +266,23 @@ def test_files_a_program_is_told_to_write_are_checked(ws: Workspace, command: st
     assert (reason is None) is allowed, reason
 
 
+@pytest.mark.parametrize("path", ["/usr/bin:.:/bin", "/usr/bin:", "bin:/usr/bin", ""])
+def test_a_relative_path_entry_makes_every_program_a_question(tmp_path: Path,
+                                                              path: str) -> None:
+    """With `.` (or an empty entry) in PATH, `git` could be a file the model wrote."""
+    ws = Workspace.of(ToolContext(root=tmp_path), {"PATH": path})
+    reason = CommandPolicy("git", workspace=ws).approve("git status")
+    assert reason is not None and "PATH holds the relative directory" in reason
+    assert CommandPolicy("git", workspace=ws).approve("cd . && pwd") is None
+
+
+def test_cd_with_cdpath_set_is_a_question(ws: Workspace) -> None:
+    with_cdpath = dataclasses.replace(ws, cdpath=True)
+    reason = CommandPolicy("ls", workspace=with_cdpath).approve("cd sub && ls > x")
+    assert reason is not None and "CDPATH" in reason and "./sub" in reason
+    assert CommandPolicy("ls", workspace=with_cdpath).approve("cd ./sub && ls > x") is None
+
+
 def test_refusal_tells_the_model_what_to_do_instead(ws: Workspace) -> None:
     policy = CommandPolicy("git", workspace=ws)
     assert "run each program as its own command" in (policy.approve("git log $(id)") or "")
@@ -343,7 +362,8 @@ def test_question_shows_control_characters_as_escapes() -> None:
 
 def test_policy_wired_into_run_command(tmp_path: Path) -> None:
     ctx = ToolContext(root=tmp_path)
-    ctx.approve = CommandPolicy("ls", workspace=Workspace.of(ctx)).approve
+    workspace = Workspace.of(ctx, {"PATH": "/usr/bin:/bin"})
+    ctx.approve = CommandPolicy("ls", workspace=workspace).approve
     registry = ToolRegistry(core_tools())
     refused = registry.run(ToolCall("1", "run_command", {"command": "touch x"}), ctx)
     assert refused.is_error and refused.content.startswith("command refused: `touch`")

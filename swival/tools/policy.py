@@ -22,8 +22,9 @@ If the parser cannot be loaded, nothing is auto-approved.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,7 @@ INSTEAD = {
     "write": "write only inside the workspace (not .git/ or .swival/), or use write_file",
     "read": "read only inside the workspace",
     "cd": "stay inside the workspace",
+    "path": "ask the user to remove relative directories from PATH",
 }
 
 
@@ -83,15 +85,24 @@ AskCallback = Callable[[Question], str]  # -> "once" | "always" | "deny"
 @dataclass(frozen=True)
 class Workspace:
     """Where commands start (`root`) and where their redirections may write and read.
-    The default has no directories at all: every file redirection and `cd` is found."""
+    The default has no directories at all: every file redirection and `cd` is found.
+    `relative_path` is the first relative entry of the commands' PATH (a program name
+    could then find a file the model wrote); `cdpath` says CDPATH is set (a `cd` could
+    then go elsewhere)."""
 
     root: Path = Path("/")
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()
+    relative_path: str | None = None
+    cdpath: bool = False
 
     @classmethod
-    def of(cls, ctx: ToolContext) -> Workspace:
-        return cls(ctx.root.resolve(), writable_roots(ctx), readable_roots(ctx))
+    def of(cls, ctx: ToolContext, env: Mapping[str, str]) -> Workspace:
+        """The workspace of `ctx`, for commands that run with environment `env`."""
+        entries = env.get("PATH", "").split(os.pathsep)  # unset PATH: bash's default
+        relative = next((e or "." for e in entries if not os.path.isabs(e)), None)
+        return cls(ctx.root.resolve(), writable_roots(ctx), readable_roots(ctx), relative,
+                   bool(env.get("CDPATH")))
 
     def holding(self, path: Path, roots: Iterable[Path]) -> Path | None:
         return next((r for r in roots if path == r or path.is_relative_to(r)), None)
@@ -169,6 +180,12 @@ class CommandPolicy:
             option = risk(simple.words)
             if option:
                 found.append(Finding(option, INSTEAD["option"]))
+        searched = [c.words[0] for c in script.commands
+                    if "/" not in c.words[0] and c.words[0] not in ALWAYS_ALLOWED]
+        if searched and self.workspace.relative_path is not None:
+            found.append(Finding(f"PATH holds the relative directory "
+                                 f"`{self.workspace.relative_path}`, so `{searched[0]}` may "
+                                 "run a file from the project", INSTEAD["path"]))
         found += self._paths(script)
         return list(dict.fromkeys(unlisted)), list(dict.fromkeys(found))
 
@@ -220,6 +237,10 @@ class CommandPolicy:
         """Findings for one `cd`, and where it leads when it succeeds."""
         if len(args) != 1 or args[0].startswith("-"):
             return [Finding("`cd` without exactly one directory", INSTEAD["cd"])], cwds
+        if self.workspace.cdpath and not args[0].startswith(("/", "./", "../")) \
+                and args[0] not in (".", ".."):
+            return [Finding(f"`cd {args[0]}` while CDPATH is set, which may lead elsewhere",
+                            "write the directory as ./" + args[0])], cwds
         targets = _resolved(cwds, args[0])
         inside = {p for p in targets
                   if p is not None and self.workspace.holding(p, self.workspace.writable)}
