@@ -28,6 +28,7 @@ from swival.tools.program_rules import risk, written_files
     ("git fetch --upload-pack=evil origin", "`git fetch --upload-pack`"),
     ("git push --receive-pack=evil origin", "`git push --receive-pack`"),
     ("git clone -u evil url", "`git clone -u`"),
+    ("git ls-remote -u evil origin", "`git ls-remote -u`"),
     ("git clone --config core.fsmonitor=evil url", "`git clone --config`"),
     ("git init --template=/tmp/hooks", "`git init --template`"),
     ("git archive --exec=evil --remote=x HEAD", "`git archive --exec`"),

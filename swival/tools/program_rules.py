@@ -50,6 +50,8 @@ GIT_RUNNING_COMMANDS = frozenset({
 })
 GIT_RUNNING_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--template",
                        "--open-files-in-pager", "--ext-diff", "--extcmd", "--tool")
+# Short options that run a program or set configuration, per subcommand (`rebase -x`).
+GIT_RUNNING_SHORT = {"rebase": "x", "clone": "uc", "ls-remote": "u", "grep": "O"}
 GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch",
                               "--get-color", "--get-colorbool", "--list", "-l"})
 GIT_CONFIG_WRITES = frozenset({"--add", "--unset", "--unset-all", "--replace-all", "--edit",
@@ -191,9 +193,9 @@ def _git_subcommand(sub: str, rest: list[str]) -> str | None:
         return "`git config` in a form that changes configuration (settings can run programs)"
     for arg in rest:
         option = arg.split("=")[0]
-        if option in GIT_RUNNING_OPTIONS or (sub == "rebase" and _short(arg, "x")) or (
-                sub == "clone" and (_short(arg, "u") or _short(arg, "c") or arg == "--config")
-        ) or (sub == "grep" and _short(arg, "O")):
+        letters = GIT_RUNNING_SHORT.get(sub, "")
+        if option in GIT_RUNNING_OPTIONS or (sub, option) == ("clone", "--config") or any(
+                _short(arg, letter) for letter in letters):
             return f"`git {sub} {option}`, which can run programs"
     return None
 
