@@ -76,9 +76,12 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                       "errors.")] = None,
     json_output: Annotated[bool | None, Opt("--json/--no-json", help="Print one JSON object.")]
     = None,
-    yolo: Annotated[bool | None, Opt("--yolo/--no-yolo", help="Allow all commands.")] = None,
+    yolo: Annotated[bool | None, Opt("--yolo/--no-yolo", help="Allow all commands and "
+                                      "fetches of public hosts.")] = None,
     commands: Annotated[str | None, Opt(help="ask | all | none | prog1,prog2")] = None,
     command_timeout: Annotated[int | None, Opt(help="Seconds per command [120].")] = None,
+    fetch: Annotated[str | None, Opt(help="URLs fetch_url may reach: ask | all | none | "
+                                     "host1,host2:port")] = None,
     add_dir: Annotated[list[str] | None, Opt(help="Extra read/write directory.")] = None,
     add_dir_ro: Annotated[list[str] | None, Opt(help="Extra read-only directory.")] = None,
     tool_result_share: Annotated[float | None, Opt(help="Max share of the input budget per "
@@ -110,7 +113,8 @@ def run(  # noqa: PLR0913 - one parameter per documented option
         max_turns=max_turns, temperature=temperature, request_timeout=request_timeout,
         idle_timeout=idle_timeout, retries=retries, retry_after_max=retry_after_max,
         quiet=quiet, json=json_output, yolo=yolo, commands=commands,
-        command_timeout=command_timeout, add_dir=add_dir or None, add_dir_ro=add_dir_ro or None,
+        command_timeout=command_timeout, fetch=fetch, add_dir=add_dir or None,
+        add_dir_ro=add_dir_ro or None,
         tool_result_share=tool_result_share, compaction_trigger=compaction_trigger,
         compaction_target=compaction_target, proactive_summaries=proactive_summaries,
     )

@@ -54,6 +54,11 @@ def _hosted_rule(values: Mapping[str, Any]) -> bool:
     return selects_hosted(values.get("provider"), values.get("base_url"), values.get("model"))
 
 
+def _fetch_rule(values: Mapping[str, Any]) -> bool:
+    """A `fetch` setting sends data elsewhere unless it only narrows (to "none")."""
+    return str(values.get("fetch", "ask")).strip().lower() not in ("ask", "none")
+
+
 @dataclass(frozen=True)
 class Key:
     """One setting: its type (`str`, `int`, `float`, `bool`, `list`), default and help.
@@ -109,10 +114,13 @@ KEYS: tuple[Key, ...] = (
         minimum=0),
     Key("quiet", bool, False, "One-shot: print nothing but the answer and errors"),
     Key("json", bool, False, "One-shot: print one JSON object instead of the answer"),
-    Key("yolo", bool, False, "Allow every command and write without asking", trusted_only=True),
+    Key("yolo", bool, False, "Allow every command, write and fetch of a public host "
+        "without asking", trusted_only=True),
     Key("commands", str, "ask", "Command policy: ask, all, none or a comma-separated list",
         trusted_only=True),
     Key("command_timeout", int, 120, "Seconds before a command is killed", minimum=1),
+    Key("fetch", str, "ask", "Fetch policy: ask, all, none or a comma-separated list of hosts",
+        trusted_only=_fetch_rule),
     Key("add_dir", list, [], "Extra directories the file tools may read and write",
         trusted_only=True),
     Key("add_dir_ro", list, [], "Extra directories the file tools may only read",
@@ -151,6 +159,7 @@ class Settings:
     yolo: bool = False
     commands: str = "ask"
     command_timeout: int = 120
+    fetch: str = "ask"
     add_dir: tuple[str, ...] = ()
     add_dir_ro: tuple[str, ...] = ()
     tool_result_share: float = 0.2

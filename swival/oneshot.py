@@ -21,6 +21,7 @@ from swival.events import Compacted, Event, ToolFinished, TurnFinished
 from swival.providers.factory import spent
 from swival.render import ProgressPrinter, stderr_console
 from swival.session import Session
+from swival.tools.approval import Answer
 from swival.tools.policy import Question
 
 EXIT_FOR_REASON = {"done": 0, "max_turns": 4, "interrupted": 130, "context_exhausted": 5,
@@ -49,16 +50,25 @@ class Tally:
             self.finished = event
 
 
-def ask_on_terminal(question: Question) -> str:
+def ask_on_terminal(question: Question) -> Answer:
     """Approval for one-shot runs started from a terminal: asked on stderr, read from stdin.
     Lines are wrapped at the terminal's width between words."""
     lines = [f"swival wants to run: {question.shown}"]
     if question.found:
         lines.append("Needs approval every time: " + "; ".join(question.found) + ".")
-    always = ", ".join(question.programs)
+    print("\n" + _wrap("\n".join(lines)), file=sys.stderr)
+    return _choose_on_terminal(", ".join(question.programs))
+
+
+def confirm_on_terminal(action: str, scope: str) -> Answer:
+    """Any other approval (a fetch; see swival/tools/approval.py), asked the same way."""
+    print("\n" + _wrap(f"swival asks: {action}?"), file=sys.stderr)
+    return _choose_on_terminal(scope)
+
+
+def _choose_on_terminal(always: str) -> Answer:
     options = _wrap(f"Allow? [y] once  [a] always {always} this session  [n] no:" if always
                     else "Allow? [y] once  [n] no:")
-    print("\n" + _wrap("\n".join(lines)), file=sys.stderr)
     while True:
         print(options, end=" ", file=sys.stderr, flush=True)
         answer = sys.stdin.readline().strip().lower()
@@ -81,6 +91,8 @@ def run_oneshot(session: Session, task: str) -> int:
     settings = session.settings
     if session.policy.mode == "ask" and session.policy.ask is None:
         session.policy.ask = ask_on_terminal
+    if session.approvals.confirm is None and sys.stdin.isatty():
+        session.approvals.confirm = confirm_on_terminal
     err = stderr_console()
     printer = ProgressPrinter(err, quiet=settings.quiet or settings.json)
     info = session.provider.info

@@ -37,7 +37,7 @@ from swival.events import (
 )
 from swival.messages import ToolCall, ToolResult, Usage, clean_text
 
-KEY_ARGUMENTS = ("file_path", "path", "pattern", "command", "action", "thought")
+KEY_ARGUMENTS = ("file_path", "path", "pattern", "command", "url", "action", "thought")
 LINE_WIDTH = 100
 WARN_SHARE = 0.70  # context use shown in yellow from here
 CRIT_SHARE = 0.90  # and in red from here
@@ -87,6 +87,8 @@ def outcome(result: ToolResult) -> str:
     if result.is_error:
         first = result.content.strip().splitlines()[0] if result.content.strip() else "error"
         return screen_text(first[:LINE_WIDTH])
+    if "summary" in meta:  # a tool's own few words (fetch_url: status and size)
+        return str(meta["summary"])
     if "exit_code" in meta:
         return f"exit {meta['exit_code']}"
     if "matches" in meta:

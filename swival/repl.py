@@ -137,6 +137,7 @@ class Repl:
         self._context_ready = threading.Event()
         self._late_notice: str | None = None
         session.policy.ask = self.ask
+        session.approvals.confirm = self.confirm
 
     def _history(self, root: Path) -> FileHistory | InMemoryHistory:
         if not self.io.history:
@@ -280,30 +281,40 @@ class Repl:
 
     def ask(self, question: Question) -> Answer:
         """Asked by the command policy before a command runs: once, always or deny."""
-        answers: dict[str, Answer] = {"y": "once", "o": "once", "n": "deny", "d": "deny",
-                                      "": "deny"}
-        always = ", ".join(question.programs)
-        if always:
-            answers["a"] = "always"
-        options = f"[y]es once / [a]lways allow {always} / [n]o: " if always else (
-            "[y]es once / [n]o: ")
         with self.view.paused():
             self.view.message(f"Run `{question.shown}`?")
             if question.found:
                 self.view.message("Needs approval every time: " + "; ".join(question.found)
                                   + ".", "warning")
-            while True:
-                try:
-                    reply = PromptSession[str](input=self.io.input, output=self.io.output)\
-                        .prompt(options).strip().lower()
-                except EOFError:
-                    return "deny"
-                # Ctrl-C here propagates: it cancels the whole turn, like anywhere else.
-                choice = answers.get(reply[:1])
-                if choice is not None:
-                    return choice
-                self.view.message("Answer y (once), a (always) or n (no)." if always
-                                  else "Answer y (once) or n (no).", "warning")
+            return self._choose(", ".join(question.programs))
+
+    def confirm(self, action: str, scope: str) -> Answer:
+        """Any other approval (a fetch; see swival/tools/approval.py): once, always for
+        `scope`, or deny."""
+        with self.view.paused():
+            self.view.message(f"{action}?")
+            return self._choose(scope)
+
+    def _choose(self, always: str) -> Answer:
+        """Read the answer; "always" is offered only when `always` names what it covers."""
+        answers: dict[str, Answer] = {"y": "once", "o": "once", "n": "deny", "d": "deny",
+                                      "": "deny"}
+        if always:
+            answers["a"] = "always"
+        options = f"[y]es once / [a]lways allow {always} / [n]o: " if always else (
+            "[y]es once / [n]o: ")
+        while True:
+            try:
+                reply = PromptSession[str](input=self.io.input, output=self.io.output)\
+                    .prompt(options).strip().lower()
+            except EOFError:
+                return "deny"
+            # Ctrl-C here propagates: it cancels the whole turn, like anywhere else.
+            choice = answers.get(reply[:1])
+            if choice is not None:
+                return choice
+            self.view.message("Answer y (once), a (always) or n (no)." if always
+                              else "Answer y (once) or n (no).", "warning")
 
 
 def run_repl(session: Session, io: ReplIO | None = None) -> int:

@@ -19,8 +19,10 @@ from swival.errors import ConfigError, UsageError
 from swival.prompts import system_prompt
 from swival.providers.base import Provider
 from swival.providers.factory import connect
+from swival.tools.approval import Approvals
 from swival.tools.base import ToolContext
 from swival.tools.catalog import default_tools
+from swival.tools.fetch_policy import FetchPolicy
 from swival.tools.policy import CommandPolicy, Workspace, resolve_mode
 from swival.tools.registry import ToolRegistry
 
@@ -35,6 +37,7 @@ class Session:
     provider: Provider
     agent: Agent
     policy: CommandPolicy
+    approvals: Approvals = field(default_factory=Approvals)  # fetches; front ends ask
     notices: list[str] = field(default_factory=list)
     resumed: int = 0  # messages restored from a saved session
 
@@ -99,13 +102,16 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     """Build tools, context engine and agent around an already connected provider;
     with `transcript`, continue that saved session."""
     root = settings.project_root
-    registry = ToolRegistry(default_tools())
+    approvals = Approvals()
+    fetch_policy = FetchPolicy(settings.fetch, yolo=settings.yolo, approvals=approvals)
+    registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled))
     mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
     tool_ctx = ToolContext(
         root=root,
         extra_dirs=_dirs(settings, settings.add_dir),
         read_only_dirs=_dirs(settings, settings.add_dir_ro),
         command_timeout=float(settings.command_timeout),
+        fetch_policy=fetch_policy,
     )
     policy = CommandPolicy(mode, workspace=Workspace.of(tool_ctx, os.environ))
     tool_ctx.approve = policy.approve
@@ -129,7 +135,7 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     agent = Agent(provider, registry, context, tool_ctx,
                   AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature,
                               secrets=secrets))
-    session = Session(settings, provider, agent, policy)
+    session = Session(settings, provider, agent, policy, approvals)
     if transcript is not None:
         session.resumed = context.load_transcript(transcript)
     key_warning = literal_key_warning(settings)
@@ -138,4 +144,7 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     if settings.yolo or mode == "all":
         session.notices.append("Commands: every command is allowed without asking "
                                + ("(--yolo)." if settings.yolo else "(--commands all)."))
+    if settings.yolo or fetch_policy.mode == "all":
+        session.notices.append(f"Fetch: {fetch_policy.describe()} may be fetched without "
+                               "asking" + (" (--yolo)." if settings.yolo else "."))
     return session

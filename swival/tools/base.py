@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from swival.messages import ToolResult
+from swival.tools.fetch_policy import FetchPolicy, Network
 
 
 class ToolError(Exception):
@@ -42,7 +43,9 @@ Approver = Callable[[str], str | None]
 @dataclass
 class ToolContext:
     """Per-session state the tools share. `read_files` maps resolved paths to the
-    (mtime_ns, size) seen when the model last read them, for safe writes."""
+    (mtime_ns, size) seen when the model last read them, for safe writes. `fetch_policy`
+    decides what fetch_url may reach (by default: nothing without asking, and nobody to
+    ask); `network` None means the real resolver and sockets."""
 
     root: Path
     extra_dirs: tuple[Path, ...] = ()
@@ -50,6 +53,8 @@ class ToolContext:
     command_timeout: float = 120.0
     approve: Approver = field(default=lambda _command: None)
     read_files: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    fetch_policy: FetchPolicy = field(default_factory=FetchPolicy)
+    network: Network | None = None
 
     @property
     def spill_dir(self) -> Path:

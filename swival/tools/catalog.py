@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from swival.tools.base import Tool
 from swival.tools.core import core_tools
+from swival.tools.fetch_url import FetchUrl
 from swival.tools.knowledge_tools import knowledge_tools
 
 
-def default_tools() -> list[Tool]:
-    return [*core_tools(), *knowledge_tools()]
+def default_tools(*, fetch: bool = True) -> list[Tool]:
+    """Fresh tools; without `fetch` (fetching disabled) fetch_url's schema is not sent."""
+    return [*core_tools(), *([FetchUrl()] if fetch else []), *knowledge_tools()]
