@@ -61,13 +61,10 @@ class FetchUrl:
     read_only = True
     spec = ToolSpec(
         name="fetch_url",
-        description="Fetch an http(s) URL: web pages as Markdown, JSON and text as is.",
+        description="Fetch an http(s) URL as Markdown or text.",
         parameters={
             "type": "object",
-            "properties": {
-                "url": {"type": "string"},
-                "max_chars": {"type": "integer", "description": "default 50000"},
-            },
+            "properties": {"url": {"type": "string"}, "max_chars": {"type": "integer"}},
             "required": ["url"],
         },
     )
