@@ -145,6 +145,6 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
         session.notices.append("Commands: every command is allowed without asking "
                                + ("(--yolo)." if settings.yolo else "(--commands all)."))
     if settings.yolo or fetch_policy.mode == "all":
-        session.notices.append(f"Fetch: {fetch_policy.describe()} may be fetched without "
-                               "asking" + (" (--yolo)." if settings.yolo else "."))
+        session.notices.append("Fetch: every public host may be fetched without asking "
+                               + ("(--yolo)." if settings.yolo else "(--fetch all)."))
     return session

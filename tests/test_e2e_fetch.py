@@ -70,6 +70,8 @@ def test_one_shot_without_naming_the_server_refuses_and_says_how(
     assert "SECRET" not in request_text(server.requests[-1]) and web.paths == []
     assert f"fetch_url {web.url('/secret')} — fetch refused: 127.0.0.1 is a loopback" \
         in result.stderr
+    notice = "Fetch: every public host may be fetched without asking (--yolo)."
+    assert (notice in result.stderr) == ("--yolo" in flags)
 
 
 def test_fetch_none_leaves_the_tool_out_and_a_bad_setting_exits_2(

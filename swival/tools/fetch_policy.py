@@ -196,15 +196,6 @@ class FetchPolicy:
         """False when no fetch can ever be allowed (then fetch_url is not offered)."""
         return self.yolo or self.mode != "none"
 
-    def describe(self) -> str:
-        """A short phrase for start-up notices."""
-        hosts = ", ".join(map(str, self.entries))
-        if self.yolo or self.mode == "all":
-            return "every public host" + (f", and {hosts}" if hosts else "")
-        if self.mode == "none":
-            return "no fetching"
-        return (f"{hosts} without asking" if hosts else "no host") + ", others asked"
-
     def named(self, host: str, port: int, *, exact: bool) -> bool:
         return any(entry.matches(host, port, exact=exact) for entry in self.entries)
 
