@@ -143,3 +143,22 @@ def test_a_page_larger_than_the_window_share_is_cut_by_the_engine(tmp_path: Path
     assert "[output cut to fit the context window" in seen
     saved = seen.split("file_path=")[1].split()[0].strip('"')
     assert saved.startswith(".swival/out/fetch-") and (tmp_path / saved).is_file()
+
+
+def test_a_cloned_projects_fetch_key_applies_only_with_trust(fake_server: Any, tmp_path: Path,
+                                                            web: WebServer) -> None:
+    repo = tmp_path / "cloned"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "swival.toml").write_text(f'fetch = "127.0.0.1:{web.port}"\n')
+    script = (tool("fetch_url", url=web.url("/secret")), text("done"))
+    server = fake_server(kind="llamacpp", window=8192).script(*script)
+    untrusted = run_swival(server, repo, "-p", "fetch it")
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert "fetch" in untrusted.stderr.splitlines()[0] and "--trust" in untrusted.stderr
+    assert tool_messages(server.requests[-1])[0].startswith("fetch refused: 127.0.0.1 is a")
+    assert web.paths == []
+    server.script(*script)
+    trusted = run_swival(server, repo, "--trust", "-p", "fetch it")
+    assert trusted.returncode == 0, trusted.stderr
+    assert "SECRET-VALUE" in tool_messages(server.requests[-1])[0]
+    assert web.paths == ["/secret"]

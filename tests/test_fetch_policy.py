@@ -3,8 +3,11 @@ the person's answers, and what the model is told when a fetch is refused."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from swival.config import load_settings
 from swival.errors import ConfigError
 from swival.tools.approval import Answer, Approvals
 from swival.tools.fetch_policy import FetchPolicy, HostEntry, address_kind, parse_setting
@@ -160,3 +163,14 @@ def test_yolo_and_all_allow_every_public_host_without_asking() -> None:
         assert policy.approve("https://pypi.org/", "pypi.org", 443) is None
     assert asked == []
     assert not FetchPolicy("none").enabled
+
+
+@pytest.mark.parametrize(("written", "untrusted", "trusted"), [
+    ('"all"', "ask", "all"), ('"localhost:8000"', "ask", "localhost:8000"),
+    ('"none"', "none", "none"),  # narrowing needs no trust
+])
+def test_a_project_file_widens_fetching_only_when_trusted(tmp_path: Path, written: str,
+                                                          untrusted: str, trusted: str) -> None:
+    (tmp_path / "swival.toml").write_text(f"fetch = {written}\n")
+    assert load_settings({}, cwd=tmp_path, env={}).fetch == untrusted
+    assert load_settings({}, cwd=tmp_path, env={}, trusted=lambda *_: True).fetch == trusted
