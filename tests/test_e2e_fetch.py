@@ -110,16 +110,18 @@ def test_the_repl_asks_once_always_or_no(tmp_path: Path, web: WebServer) -> None
                             provider, interactive=True)
     session.agent.tool_ctx.network = PlayedNetwork(
         web, {"docs.test": ["93.184.216.34"], "other.test": ["151.101.0.223"]})
-    screen = io.StringIO()
+    prompts, console = io.StringIO(), io.StringIO()
     with create_pipe_input() as keys:
         keys.send_text(f"read the docs\ra\rn\r{CTRL_D}")
-        io_ = ReplIO(input=keys, output=PlainTextOutput(screen), console_file=io.StringIO(),
+        io_ = ReplIO(input=keys, output=PlainTextOutput(prompts), console_file=console,
                      width=100, color=False, warm_up=lambda: None, history=False)
         assert Repl(session, io_).run() == 0
-    asked = screen.getvalue()
-    assert "Fetch http://docs.test/article? [y]es once / [a]lways allow docs.test / [n]o" in asked
-    assert "Fetch http://docs.test/json?" not in asked  # "always" covered it
-    assert "Fetch http://other.test/text? [y]es once / [a]lways allow other.test" in asked
+    shown, asked = console.getvalue(), prompts.getvalue()
+    assert "Fetch http://docs.test/article?" in shown
+    assert "Fetch http://docs.test/json?" not in shown  # "always" covered it
+    assert "Fetch http://other.test/text?" in shown
+    assert "[y]es once / [a]lways allow docs.test / [n]o" in asked
+    assert "[y]es once / [a]lways allow other.test / [n]o" in asked
     results = [m.content for m in provider.requests[-1].messages if m.role == "tool"]
     assert "MARKER-ONE" in results[0] and '"name": "swival"' in results[1]
     assert "declined" in results[2]

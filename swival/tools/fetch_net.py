@@ -50,7 +50,7 @@ class SystemNetwork:
         def lookup() -> None:
             try:
                 answers.put(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
-            except OSError as exc:
+            except Exception as exc:  # reported by the caller, never by the thread
                 answers.put(exc)
 
         # A resolver that never answers must not hold the turn: the daemon thread is
@@ -62,6 +62,8 @@ class SystemNetwork:
             raise OSError(f"no answer from the name resolver within {timeout:g} s") from None
         if isinstance(found, OSError):
             raise found
+        if isinstance(found, Exception):  # e.g. a label IDNA cannot encode
+            raise OSError(f"not a valid host name: {found}")
         return list(dict.fromkeys(str(info[4][0]) for info in found))
 
     def connect(self, address: str, port: int, timeout: float | None) -> Any:
