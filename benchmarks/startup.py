@@ -1,12 +1,21 @@
-"""Start-up and harness-overhead benchmark.
+"""Start-up and transport benchmark: what a person waits for, on this machine.
 
-Measures, on this machine:
-1. launch-to-prompt: the installed `swival` in a real pseudo-terminal (pexpect) against the
-   loopback fake server, from spawn until the REPL prompt is drawn (target: under 0.5 s);
-2. `swival --help`: wall time, and that litellm was not imported;
-3. the harness's own time per turn against an instant model: (a) in-process with the scripted
-   provider (agent + context engine + tools, no HTTP), (b) through the real provider code
-   (litellm included) to the loopback fake server. A turn is: read a file, grep, answer.
+Against the loopback fake server (instant replies), with the installed `swival`:
+
+1. `swival --help`: wall and CPU time, and whether litellm or httpx got imported;
+2. the REPL in a real pseudo-terminal (pexpect): launch until the prompt is drawn, then a
+   request typed the moment the prompt appears, from Enter until the server has it;
+3. a one-shot 15-step investigation (14 tool calls and the answer, from
+   benchmarks/scenarios.py) at a 32K window, whole process, through LM Studio's transport
+   (OpenAI-compatible SSE) and Ollama's (native NDJSON); and the peak memory of that run;
+4. the harness's own time per turn against an instant model: in-process with the scripted
+   provider, and through the direct HTTP transport to the loopback server;
+5. for reference, the time and memory `import litellm` costs (it is loaded for hosted models
+   only).
+
+Wall times depend on what else the machine runs, so every process figure also gives its CPU
+time (user + system): with the model answering instantly, that is what the same run takes on
+an idle machine. The load average at the start is printed with the table.
 
     python benchmarks/startup.py                # print the table
     python benchmarks/startup.py --write-docs   # also update the "Start-up" section of
@@ -23,17 +32,30 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.scenarios import INVESTIGATE, workspace  # noqa: E402
 from tests.fakeserver import FakeServer, Reply  # noqa: E402
 from tests.scripted import ScriptedProvider, call, reply  # noqa: E402
 
 PROMPT = "›"  # the space after it is drawn as a cursor move
 SECTION = "## Start-up"
+STEPS = 15  # model calls in the one-shot investigation
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One process: wall seconds, CPU seconds (user + system), peak resident memory (MB)."""
+
+    wall: float
+    cpu: float
+    rss_mb: float = 0.0
 
 
 def swival_command() -> list[str]:
@@ -41,83 +63,157 @@ def swival_command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "swival"]
 
 
-def make_project() -> Path:
+def environment(root: Path) -> dict[str, str]:
+    return {**os.environ, "HOME": str(root), "XDG_CONFIG_HOME": str(root / ".config"),
+            "XDG_STATE_HOME": str(root / ".state"), "TERM": "xterm-256color", "NO_COLOR": "1"}
+
+
+def timed(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> Run:
+    """Run a process to its end; its wall time, CPU time and peak memory."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd} exited with {proc.returncode}")
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def cpu_of(pid: int) -> float:
+    """CPU seconds a running process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def help_runs(runs: int) -> tuple[list[Run], str]:
     root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
-    (root / ".git").mkdir()
-    (root / "app.py").write_text("".join(f"def f{i}():\n    return {i}\n" for i in range(200)))
-    return root
+    times = [timed([*swival_command(), "--help"], root, environment(root)) for _ in range(runs)]
+    probe = ("import sys; from swival.cli import app\n"
+             "try:\n    app(['--help'], prog_name='swival')\nexcept SystemExit:\n    pass\n"
+             "print(','.join(m for m in ('litellm', 'httpx') if m in sys.modules) or 'none')")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    return times, out.stdout.strip().splitlines()[-1]
 
 
-def launch_to_prompt(server_url: str, runs: int) -> list[float]:
+def help_breakdown() -> str:
+    """What `--help` spends its time on: starting the interpreter, then the import time of
+    each package (`python -X importtime`: every module's own time, summed per package)."""
+    root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
+    bare = median([timed([sys.executable, "-c", "pass"], root, environment(root)).wall
+                   for _ in range(5)])
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                          "from swival.cli import main; import sys; sys.argv = ['swival', "
+                          "'--help']; main()"], capture_output=True, text=True, cwd=root)
+    costs: dict[str, int] = {}
+    for line in out.stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) == 3 and parts[0].strip().isdigit():
+            top = parts[2].strip().split(".")[0]
+            costs[top] = costs.get(top, 0) + int(parts[0])
+    biggest = sorted(costs.items(), key=lambda kv: -kv[1])[:5]
+    return ", ".join([f"interpreter {1000 * bare:.0f} ms"] +
+                     [f"{name} {us / 1000:.0f} ms" for name, us in biggest])
+
+
+def repl_runs(server: FakeServer, runs: int) -> tuple[list[Run], list[Run]]:
+    """(launch until the prompt, Enter until the request reached the server) per launch."""
     import pexpect
 
-    root = make_project()
-    env = {**os.environ, "HOME": str(root), "XDG_CONFIG_HOME": str(root / ".config"),
-           "TERM": "xterm-256color", "NO_COLOR": "1"}
-    times = []
+    root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
+    (root / ".git").mkdir()
+    launches, firsts = [], []
     for _ in range(runs):
+        server.script(Reply(text="The answer."))
+        seen = len(server.times)
         cmd = swival_command()
-        started = time.perf_counter()
+        started = time.monotonic()
         child = pexpect.spawn(cmd[0], [*cmd[1:], "--provider", "llamacpp", "--base-url",
-                                       server_url], cwd=str(root), env=env, encoding="utf-8",
-                              dimensions=(40, 120), timeout=20)
+                                       server.url], cwd=str(root), env=environment(root),
+                              encoding="utf-8", dimensions=(40, 120), timeout=60)
         child.expect_exact(PROMPT)
-        times.append(time.perf_counter() - started)
+        enter, cpu_at_prompt = time.monotonic(), cpu_of(child.pid)
+        launches.append(Run(enter - started, cpu_at_prompt))
+        child.send("what is the answer?\r")
+        while len(server.times) == seen:
+            time.sleep(0.001)
+        firsts.append(Run(server.times[seen] - enter, cpu_of(child.pid) - cpu_at_prompt))
+        child.expect_exact("The answer.")
+        child.expect_exact(PROMPT)
         child.sendcontrol("d")
         child.expect(pexpect.EOF)
         child.close()
-    return times
+    return launches, firsts
 
 
-def help_time(runs: int) -> tuple[list[float], bool]:
-    cmd = swival_command()
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([*cmd, "--help"], capture_output=True, check=True)
-        times.append(time.perf_counter() - started)
-    probe = ("import sys; from swival.cli import app\n"
-             "try:\n    app(['--help'], prog_name='swival')\nexcept SystemExit:\n    pass\n"
-             "print('LITELLM' if 'litellm' in sys.modules else 'CLEAN')")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout
-    return times, out.strip().endswith("CLEAN")
+def investigation_script() -> list[Reply]:
+    steps = INVESTIGATE.steps[:STEPS - 1]
+    return [Reply(text=s.say, tool_calls=((s.tool, s.args),)) for s in steps] + [
+        Reply(text=INVESTIGATE.answer)]
 
 
-def turn_script() -> list[object]:
-    return [call("read_file", file_path="app.py"), call("grep", pattern="return 1"),
-            reply("Done.", usage=(900, 5))]
+def oneshot_runs(kind: str, runs: int) -> list[Run]:
+    """The 15-step investigation at 32K, whole process, through `kind`'s transport."""
+    out = []
+    with FakeServer(kind=kind, window=32_768, model="qwen2.5-coder:7b") as server:
+        for _ in range(runs):
+            root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
+            (root / ".git").mkdir()
+            workspace(root)
+            server.script(*investigation_script())
+            before = len(server.requests)
+            out.append(timed([*swival_command(), "--provider", kind, "--base-url", server.url,
+                              "--max-context-tokens", "32768", "-q", "-p", INVESTIGATE.task],
+                             root, environment(root)))
+            assert len(server.requests) - before == STEPS, "the investigation ran whole"
+    return out
+
+
+def import_cost(module: str) -> Run:
+    root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
+    env = {**environment(root), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return timed([sys.executable, "-c", f"import {module}"], root, env)
 
 
 def in_process_turns(turns: int) -> list[float]:
     """Agent + context engine + real tools against an instant scripted model."""
     from tests.test_repl_logic import make_session
 
-    root = make_project()
+    root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
+    workspace(root)
     provider = ScriptedProvider([], window=32_768)
     session = make_session(root, provider)
-    return _time_turns(turns, lambda: provider.add(*turn_script()), session.agent.run_turn)
+
+    def script() -> None:
+        provider.add(call("read_file", file_path="shop/pricing.py"),
+                     call("grep", pattern="def order_total"), reply("Done.", usage=(900, 5)))
+
+    return _time_turns(turns, script, session.agent.run_turn)
 
 
 def loopback_turns(server: FakeServer, turns: int) -> list[float]:
-    """The same turn through the real provider (litellm) to the loopback fake server."""
+    """The same turn through the direct HTTP transport to the loopback fake server."""
     from swival.config import load_settings
     from swival.session import open_session
 
-    root = make_project()
+    root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
+    (root / ".git").mkdir()
+    workspace(root)
     old = Path.cwd()
     os.chdir(root)
     try:
-        settings = load_settings({"provider": "llamacpp", "base_url": server.url,
-                                  "commands": "all"}, config_path=None)
+        settings = load_settings({"provider": "llamacpp", "base_url": server.url},
+                                 config_path=None)
         session = open_session(settings, interactive=False)
 
         def script() -> None:
-            server.script(Reply(tool_calls=[("read_file", {"file_path": "app.py"})]),
-                          Reply(tool_calls=[("grep", {"pattern": "return 1"})]),
+            server.script(Reply(tool_calls=(("read_file", {"file_path": "shop/pricing.py"}),)),
+                          Reply(tool_calls=(("grep", {"pattern": "def order_total"}),)),
                           Reply(text="Done."))
 
         server.script(Reply(text="warm"))
-        list(session.agent.run_turn("warm the connection"))  # first call imports litellm
+        list(session.agent.run_turn("warm the connection"))  # loads httpx and the tokenizer
         return _time_turns(turns, script, session.agent.run_turn)
     finally:
         os.chdir(old)
@@ -135,41 +231,72 @@ def _time_turns(turns: int, script: Callable[[], None],
     return times
 
 
-def ms(values: list[float]) -> str:
-    return (f"{1000 * statistics.median(values):.1f} ms (min {1000 * min(values):.1f}, "
-            f"max {1000 * max(values):.1f}, n={len(values)})")
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
 
 
-def measure(runs: int, turns: int) -> list[tuple[str, str]]:
+def seconds(values: Sequence[float]) -> str:
+    return (f"{median(values):.3f} s (min {min(values):.3f}, max {max(values):.3f}, "
+            f"n={len(values)})")
+
+
+def row(name: str, runs: Sequence[Run], target: str) -> tuple[str, str, str, str]:
+    return (name, seconds([r.wall for r in runs]), seconds([r.cpu for r in runs]), target)
+
+
+def measure(runs: int, turns: int) -> list[tuple[str, str, str, str]]:
     rows = []
+    help_times, imported = help_runs(runs)
+    rows.append(row("`swival --help`", help_times, "≤ 0.1 s"))
+    rows.append(("`--help` imports litellm or httpx", imported, "", "none"))
+    rows.append(("`--help`: what costs what (wall, one run)", help_breakdown(), "", ""))
     with FakeServer(kind="llamacpp", window=16_384) as server:
-        rows.append(("launch to prompt (pty, loopback server)", ms(launch_to_prompt(server.url,
-                                                                                   runs))))
-        help_times, clean = help_time(runs)
-        rows.append(("`swival --help`", ms(help_times)))
-        rows.append(("`--help` imports litellm", "no" if clean else "YES (regression)"))
+        launches, firsts = repl_runs(server, runs)
+        rows.append(row("REPL: launch until the prompt is drawn", launches, "≤ 0.5 s"))
+        rows.append(row("REPL: Enter until the first request reaches the server (typed "
+                        "the moment the prompt appears)", firsts, "≤ 0.3 s"))
+        lmstudio, ollama = oneshot_runs("lmstudio", runs), oneshot_runs("ollama", runs)
+        rows.append(row(f"one-shot {STEPS}-step investigation @32K, LM Studio transport "
+                        "(SSE), whole process", lmstudio, "≤ 2.5 s"))
+        rows.append(row(f"one-shot {STEPS}-step investigation @32K, Ollama transport "
+                        "(NDJSON), whole process", ollama, ""))
+        ratio = (median([r.wall for r in lmstudio]) / median([r.wall for r in ollama]),
+                 median([r.cpu for r in lmstudio]) / median([r.cpu for r in ollama]))
+        rows.append(("LM Studio / Ollama", f"{ratio[0]:.2f}×", f"{ratio[1]:.2f}×", "≤ 1.25×"))
+        rows.append(("peak memory of that one-shot run (LM Studio transport)",
+                     f"{median([r.rss_mb for r in lmstudio]):.0f} MB", "", ""))
+        for module in ("httpx", "litellm"):
+            cost = [import_cost(module) for _ in range(max(1, runs // 2))]
+            rows.append((f"`import {module}` alone (reference)", seconds([r.wall for r in cost]),
+                         seconds([r.cpu for r in cost]),
+                         f"{median([r.rss_mb for r in cost]):.0f} MB peak"))
         per_turn = in_process_turns(turns)
-        rows.append(("harness per turn, in-process (3 model calls, 2 tools)", ms(per_turn)))
-        rows.append(("harness per turn, litellm + loopback HTTP (same turn)",
-                     ms(loopback_turns(server, turns))))
+        rows.append(("harness per turn, in-process (3 model calls, 2 tools)",
+                     seconds(per_turn), "", ""))
+        rows.append(("harness per turn, direct HTTP to the loopback server (same turn)",
+                     seconds(loopback_turns(server, turns)), "", ""))
     return rows
 
 
-def table(rows: list[tuple[str, str]]) -> str:
-    lines = ["| measure | median |", "|---|---|"]
-    lines += [f"| {name} | {value} |" for name, value in rows]
+def load_average() -> str:
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def table(rows: list[tuple[str, str, str, str]]) -> str:
+    lines = ["| measure | wall (median) | CPU user+sys (median) | target |", "|---|---|---|---|"]
+    lines += [f"| {' | '.join(cells)} |" for cells in rows]
     return "\n".join(lines)
 
 
-def section(rows: list[tuple[str, str]]) -> str:
+def section(rows: list[tuple[str, str, str, str]], load: str) -> str:
     cpu = os.cpu_count()
     return (
         f"{SECTION}\n\n"
         f"Measured by `python benchmarks/startup.py --write-docs` on this machine ({cpu} cores, "
-        f"Python {sys.version.split()[0]}). Target: the prompt within 0.5 s of launch; "
-        "`--help` without litellm. litellm is imported in a background thread after the prompt "
-        "is up, so it costs nothing at launch. The per-turn figures are the harness's own "
-        "overhead: the model answers instantly.\n\n" + table(rows) + "\n"
+        f"Python {sys.version.split()[0]}; load average {load} when it started). The model "
+        "answers instantly, so these are Swival's own costs. Wall times grow with whatever "
+        "else the machine runs; CPU time is what the same run takes on an idle machine.\n\n"
+        + table(rows) + "\n"
     )
 
 
@@ -190,14 +317,16 @@ def write_docs(text: str) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7, help="launches and --help runs")
+    parser.add_argument("--runs", type=int, default=7, help="launches and processes per row")
     parser.add_argument("--turns", type=int, default=20, help="timed turns per harness mode")
     parser.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
+    load = load_average()
     rows = measure(args.runs, args.turns)
+    print(f"load average at start: {load}")
     print(table(rows))
     if args.write_docs:
-        print(f"wrote {write_docs(section(rows))}")
+        print(f"wrote {write_docs(section(rows, load))}")
 
 
 if __name__ == "__main__":

@@ -284,6 +284,7 @@ class TurnView:
         self._live: Live | None = None
         self._buffer: list[str] = []
         self._waiting_since: float | None = None
+        self._waiting_for = "thinking"  # what the spinner says while nothing streams
         self._tool: tuple[ToolCall, float] | None = None
         self._turn_started = 0.0
 
@@ -292,7 +293,7 @@ class TurnView:
     def handle(self, event: Event) -> None:
         if isinstance(event, ModelCallStarted):
             self._ensure_live()
-            self._waiting_since = self.clock()
+            self._waiting_since, self._waiting_for = self.clock(), "thinking"
         elif isinstance(event, TextDelta):
             self._waiting_since = None
             self._buffer.append(screen_text(event.text))
@@ -318,6 +319,12 @@ class TurnView:
     def start_turn(self) -> None:
         self._turn_started = self.clock()
         self._buffer.clear()
+
+    def preparing(self) -> None:
+        """The request is being prepared (e.g. the model client still loads): a live
+        spinner with the elapsed time until the model call starts."""
+        self._ensure_live()
+        self._waiting_since, self._waiting_for = self.clock(), "preparing"
 
     def interrupted(self) -> None:
         """Ctrl-C: stop the live display, keep what streamed so far, say what happened."""
@@ -398,7 +405,8 @@ class TurnView:
                                               style="dim")))
         elif self._waiting_since is not None:
             elapsed = self.clock() - self._waiting_since
-            parts.append(Spinner("dots", Text(f"thinking · {elapsed:.1f}s", style="dim")))
+            parts.append(Spinner("dots", Text(f"{self._waiting_for} · {elapsed:.1f}s",
+                                              style="dim")))
         parts.append(self.status.text(width))
         return Group(*parts)
 

@@ -134,7 +134,7 @@ class Repl:
         )
         self._warm = threading.Thread(target=self._warm_up, name="swival-warm-up", daemon=True)
         self._warm_error: BaseException | None = None
-        self._context_ready = threading.Event()
+        self._ready = threading.Event()  # the first request may go; the engine is free
         self._late_notice: str | None = None
         session.policy.ask = self.ask
         session.approvals.confirm = self.confirm
@@ -150,20 +150,21 @@ class Repl:
             return InMemoryHistory()  # a read-only project still gets a working prompt
 
     def _warm_up(self) -> None:
-        """Off the start-up path: the first context figure (token counting may have to load
-        its encoding) for the toolbar, then the model client (litellm) import."""
+        """Off the start-up path, in the order the first request needs them: the first
+        context figure for the toolbar (it loads the tokenizer) and the overhead warning,
+        then the model client; only then what the answer alone needs (markdown)."""
         try:
-            self._refresh_context()
-            self._late_notice = self.session.overhead_warning()
-        finally:
-            self._context_ready.set()
-        self.prompt.app.invalidate()  # redraw the toolbar with the figure
-        try:
+            try:
+                self._refresh_context()
+                self._late_notice = self.session.overhead_warning()
+                self.prompt.app.invalidate()  # redraw the toolbar with the figure
+                if self.io.warm_up is not None:
+                    self.io.warm_up()
+                else:
+                    warm_up(self.session.provider)
+            finally:
+                self._ready.set()
             preload()
-            if self.io.warm_up is not None:
-                self.io.warm_up()
-            else:
-                warm_up(self.session.provider)
         except BaseException as error:  # reported when the first request needs it
             self._warm_error = error
 
@@ -193,7 +194,7 @@ class Repl:
 
     def command(self, line: str) -> CommandReply:
         """Run a slash command and render its reply."""
-        self._context_ready.wait()  # commands use the engine; the warm-up thread may too
+        self._ready.wait()  # commands use the engine; the warm-up thread may too
         try:
             reply = dispatch(line, self.session.agent)
         except SwivalError as error:
@@ -214,12 +215,14 @@ class Repl:
     def turn(self, text: str) -> None:
         """Run one request to its end, Ctrl-C or error; the session always survives."""
         agent = self.session.agent
+        self.view.start_turn()
+        self.view.preparing()  # until the model call starts: warm-up, compaction, counting
         try:
-            self._wait_for_warm_up()
+            self._wait_until_ready()
         except KeyboardInterrupt:
+            self.view.close()
             self.view.message("Cancelled before it started.", "warning")
             return
-        self.view.start_turn()
         try:
             for event in agent.run_turn(text):
                 self.status.update(event)
@@ -238,14 +241,13 @@ class Repl:
 
     def _show_late_notice(self) -> None:
         """The overhead warning, computed off the start-up path, shown once."""
-        if self._context_ready.is_set() and self._late_notice:
+        if self._ready.is_set() and self._late_notice:
             self.view.message(self._late_notice, "warning")
             self._late_notice = None
 
-    def _wait_for_warm_up(self) -> None:
-        if self._warm.is_alive():
-            self.view.message("Loading the model client…", "dim")
-            self._warm.join()
+    def _wait_until_ready(self) -> None:
+        """Wait for the part of the warm-up that the request needs."""
+        self._ready.wait()
         if self._warm_error is not None:
             error, self._warm_error = self._warm_error, None
             self.view.message(f"Loading the model client failed early: {error}", "warning")

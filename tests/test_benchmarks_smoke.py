@@ -1,4 +1,5 @@
-"""The benchmarks keep working: a short replay and the start-up helpers run end to end."""
+"""The benchmarks keep working: a short replay and the start-up investigation run end to
+end."""
 
 from __future__ import annotations
 
@@ -31,3 +32,11 @@ def test_replay_runs_on_a_short_trajectory(tmp_path: Path) -> None:
                       if line.startswith("| engine | 8K"))
     cells = [c.strip() for c in engine_row.strip("|").split("|")]
     assert cells[3] == "0", "no request over the window"
+
+
+@pytest.mark.parametrize("kind", ["lmstudio", "ollama"])
+def test_startup_investigation_runs_whole_through_each_transport(kind: str) -> None:
+    from benchmarks.startup import STEPS, oneshot_runs
+
+    (run,) = oneshot_runs(kind, 1)  # asserts every one of the STEPS model calls was made
+    assert STEPS == 15 and run.wall > 0 and run.cpu > 0 and run.rss_mb > 20

@@ -23,6 +23,7 @@ LAYERS = {
 }
 ONLY_IN = {
     "litellm": ("providers",),
+    "httpx": ("providers",),
     "prompt_toolkit": ("repl",),
     "rich": ("render", "cli"),
 }

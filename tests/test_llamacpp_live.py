@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ import pytest
 from swival.config import Settings
 from swival.errors import ContextOverflowError
 from swival.messages import Message
-from swival.providers.base import ChatRequest, Completion, Provider, TextChunk
+from swival.providers.base import ChatRequest, Completion, Provider, TextChunk, complete
 from swival.providers.factory import connect
 
 pytestmark = pytest.mark.llamacpp
@@ -105,6 +106,17 @@ def test_streamed_plain_answer_with_usage(provider: Provider) -> None:
           f"finish={done.finish_reason} chunks={len(chunks)}")
     assert "".join(chunks) == done.message.content and done.message.content.strip()
     assert done.usage.prompt_tokens > 5 and 0 < done.usage.completion_tokens <= 16
+
+
+def test_direct_transport_reads_the_reused_prompt_from_the_cache(provider: Provider) -> None:
+    request = ChatRequest([Message("user", "Name a colour. One word.")], max_output_tokens=8,
+                          temperature=0.0)
+    complete(provider, request)
+    again = complete(provider, request)  # the same prompt: llama.cpp reuses its KV cache
+    print(f"\nlive repeat: usage={again.usage}")
+    assert again.usage is not None and again.usage.cached_tokens is not None
+    assert 0 < again.usage.cached_tokens <= again.usage.prompt_tokens
+    assert "litellm" not in sys.modules  # a local server never loads it
 
 
 def test_live_overflow_is_classified(provider: Provider) -> None:

@@ -196,6 +196,22 @@ def test_spinner_shows_elapsed_time_until_the_first_token() -> None:
     assert "thinking" not in buf.getvalue() and "first words" in buf.getvalue()
 
 
+def test_spinner_shows_preparation_then_thinking() -> None:
+    clock = FakeClock()
+    con, buf = console()
+    view = TurnView(con, status(), clock=clock)
+    view.preparing()
+    clock.now += 0.4
+    con.print(view.live_body())
+    assert "preparing · 0.4s" in buf.getvalue()
+    view.handle(ModelCallStarted(100, 10_000))
+    clock.now += 1.0
+    buf.truncate(0)
+    con.print(view.live_body())
+    assert "thinking · 1.0s" in buf.getvalue() and "preparing" not in buf.getvalue()
+    view.close()
+
+
 def test_a_cut_reply_is_kept_struck_through_and_marked_superseded() -> None:
     con, buf = console(color=True)
     view = TurnView(con, status(), clock=FakeClock())

@@ -1,12 +1,19 @@
-"""Model servers. The only package that imports litellm, and only lazily.
+"""Model servers. Local servers are reached directly over httpx; litellm is imported only for
+hosted models, and only lazily; httpx is imported on the first call (or by the warm-up).
 
-    factory.py        connect(settings) -> Provider; warm_up()          (the entry points)
+    factory.py        connect(settings) -> Provider; warm_up(); spent()      (the entry points)
     discovery.py      model and real window per server kind (plain HTTP probes)
-    http.py           the JSON probe helper with short timeouts
-    streaming.py      StreamingProvider: retries, repair, overflow and empty-reply handling
-    openai_compat.py  LM Studio, llama.cpp, generic and hosted servers through litellm
-    ollama.py         Ollama through its native /api/chat with a fixed num_ctx
+    http.py           the JSON probe helper with short timeouts (standard library)
+    streaming.py      StreamingProvider: retries (Retry-After, backoff), repair, overflow,
+                      empty replies, Restart when a shown reply is asked for again
+    wire.py           httpx channel, the two time limits (watchdog), DirectProvider
+    openai_compat.py  LM Studio, llama.cpp, generic: streamed chat completions (SSE)
+    ollama.py         Ollama through its native /api/chat (NDJSON) with a fixed num_ctx
+    hosted.py         hosted providers through litellm; their window and price
+    assembly.py       the one stream assembler every transport feeds
     overflow.py       classify_overflow: every way a server says the prompt did not fit
-    repair.py         tool calls written as text, broken JSON arguments
+    jsonfix.py        tool-call arguments: strict JSON, then unambiguous repairs
+    repair.py         tool calls written as text
+    textgate.py       holds back streamed text that may be a tool call written as text
     base.py           the Provider protocol and its data types
 """

@@ -209,12 +209,15 @@ class HttpChannel:
                                        extensions={"trace": watchdog.trace})
         try:
             response = client.send(request, stream=True)
-        except httpx.ConnectError as exc:
+        except BaseException as exc:  # Ctrl-C included: the watchdog must not linger
             watchdog.stop()
-            raise Transient(f"cannot connect to {self.base_url} ({exc})", refused=True) from None
-        except httpx.TransportError as exc:
-            watchdog.stop()
-            raise transport_error(exc, watchdog) or Transient(str(exc)) from None
+            if isinstance(exc, httpx.ConnectError):
+                raise Transient(f"cannot connect to {self.base_url} ({exc})",
+                                refused=True) from None
+            mapped = transport_error(exc, watchdog) if isinstance(exc, Exception) else None
+            if mapped is None:
+                raise
+            raise mapped from None
         return OpenReply(response, watchdog)
 
 
