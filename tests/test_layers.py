@@ -23,7 +23,7 @@ LAYERS = {
 }
 ONLY_IN = {
     "litellm": ("providers",),
-    "httpx": ("providers",),
+    "httpx": ("providers", "tools"),  # model servers; fetch_url
     "prompt_toolkit": ("repl",),
     "rich": ("render", "cli"),
 }
