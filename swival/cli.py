@@ -84,6 +84,12 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                      "host1,host2:port")] = None,
     add_dir: Annotated[list[str] | None, Opt(help="Extra read/write directory.")] = None,
     add_dir_ro: Annotated[list[str] | None, Opt(help="Extra read-only directory.")] = None,
+    sandbox: Annotated[str | None, Opt(help="Confine commands with bubblewrap: auto | on | "
+                                       "off [auto].")] = None,
+    allow_net: Annotated[bool | None, Opt("--allow-net/--no-allow-net", help="Let sandboxed "
+                                          "commands use the network.")] = None,
+    pass_env: Annotated[list[str] | None, Opt(help="Let this secret environment variable "
+                                              "through to commands.")] = None,
     tool_result_share: Annotated[float | None, Opt(help="Max share of the input budget per "
                                                    "tool result [0.2].")] = None,
     compaction_trigger: Annotated[float | None, Opt(help="Compact at this share [0.85].")] = None,
@@ -114,7 +120,8 @@ def run(  # noqa: PLR0913 - one parameter per documented option
         idle_timeout=idle_timeout, retries=retries, retry_after_max=retry_after_max,
         quiet=quiet, json=json_output, yolo=yolo, commands=commands,
         command_timeout=command_timeout, fetch=fetch, add_dir=add_dir or None,
-        add_dir_ro=add_dir_ro or None,
+        add_dir_ro=add_dir_ro or None, sandbox=sandbox, allow_net=allow_net,
+        pass_env=pass_env or None,
         tool_result_share=tool_result_share, compaction_trigger=compaction_trigger,
         compaction_target=compaction_target, proactive_summaries=proactive_summaries,
     )

@@ -59,6 +59,11 @@ def _fetch_rule(values: Mapping[str, Any]) -> bool:
     return str(values.get("fetch", "ask")).strip().lower() not in ("ask", "none")
 
 
+def _sandbox_off(values: Mapping[str, Any]) -> bool:
+    """Turning the command sandbox off lowers a protection; `on` only raises one."""
+    return values.get("sandbox") == "off"
+
+
 @dataclass(frozen=True)
 class Key:
     """One setting: its type (`str`, `int`, `float`, `bool`, `list`), default and help.
@@ -125,6 +130,12 @@ KEYS: tuple[Key, ...] = (
         trusted_only=True),
     Key("add_dir_ro", list, [], "Extra directories the file tools may only read",
         trusted_only=True),
+    Key("sandbox", str, "auto", "Run commands in the bubblewrap sandbox: auto (when it "
+        "works), on (refuse commands without it) or off", choices=("auto", "on", "off"),
+        trusted_only=_sandbox_off),
+    Key("allow_net", bool, False, "Let sandboxed commands use the network", trusted_only=True),
+    Key("pass_env", list, [], "Secret environment variables commands may still see",
+        trusted_only=True),
     Key("tool_result_share", float, 0.2, "Largest share of the input budget one tool "
         "result may take", minimum=0.01),
     Key("compaction_trigger", float, 0.85, "Compact when the prompt reaches this share of "
@@ -162,6 +173,9 @@ class Settings:
     fetch: str = "ask"
     add_dir: tuple[str, ...] = ()
     add_dir_ro: tuple[str, ...] = ()
+    sandbox: str = "auto"
+    allow_net: bool = False
+    pass_env: tuple[str, ...] = ()
     tool_result_share: float = 0.2
     compaction_trigger: float = 0.85
     compaction_target: float = 0.6

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from swival.config import Settings
 from swival.context.tokens import TokenCounter
 from swival.errors import SwivalError
@@ -10,6 +12,7 @@ from swival.providers.base import ProviderInfo
 from swival.providers.factory import connect
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
+from swival.tools.sandbox import sandbox_from_settings
 
 OVERHEAD_WARNING_SHARE = 0.25
 
@@ -26,12 +29,23 @@ def overhead(settings: Settings) -> dict[str, int]:
     return parts
 
 
+def sandbox_lines(settings: Settings) -> list[str]:
+    """Whether commands are sandboxed, and what to do when bwrap was wanted but fails."""
+    sandbox = sandbox_from_settings(settings, os.environ)
+    lines = [f"sandbox          {sandbox.describe()}"]
+    notice = sandbox.startup_notice()
+    if notice:
+        lines.append(f"  {notice}")
+    return lines
+
+
 def report(settings: Settings, info: ProviderInfo | None, error: str | None) -> list[str]:
     """The doctor's lines, plain text (rendered by the caller)."""
     lines = [f"project root     {settings.project_root}"]
     files = ", ".join(str(p) for p in settings.config_files) or "none (defaults)"
     lines.append(f"config files     {files}")
     lines.append(f"provider         {settings.provider}")
+    lines.extend(sandbox_lines(settings))
     if info is None:
         lines.append(f"server           unreachable: {error}")
         window = None

@@ -98,7 +98,8 @@ def run_oneshot(session: Session, task: str) -> int:
     info = session.provider.info
     if not (settings.quiet or settings.json):
         err.print(f"[dim]swival · {info.provider} {info.base_url} · {info.model} · window "
-                  f"{info.window.describe()}[/dim]", soft_wrap=True)
+                  f"{info.window.describe()} · {session.agent.tool_ctx.sandbox.describe()}"
+                  "[/dim]", soft_wrap=True)
     warning = session.overhead_warning()
     for note in [*session.notices, *([warning] if warning else [])]:
         if not settings.quiet:

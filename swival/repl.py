@@ -272,7 +272,8 @@ class Repl:
     def _banner(self) -> None:
         info = self.session.provider.info
         self.view.message(f"swival {__version__} · {info.provider} {info.base_url} · "
-                          f"{info.model} · window {info.window.describe()}", "dim")
+                          f"{info.model} · window {info.window.describe()} · "
+                          f"{self.session.agent.tool_ctx.sandbox.describe()}", "dim")
         for note in self.session.notices:
             self.view.message(note, "warning")
         history = self.session.agent.context.history

@@ -25,6 +25,7 @@ from swival.tools.catalog import default_tools
 from swival.tools.fetch_policy import FetchPolicy
 from swival.tools.policy import CommandPolicy, Workspace, resolve_mode
 from swival.tools.registry import ToolRegistry
+from swival.tools.sandbox import Sandbox, sandbox_from_settings
 
 OVERHEAD_WARNING_SHARE = 0.25
 
@@ -106,12 +107,14 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     fetch_policy = FetchPolicy(settings.fetch, yolo=settings.yolo, approvals=approvals)
     registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled))
     mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
+    sandbox = sandbox_from_settings(settings, os.environ)
     tool_ctx = ToolContext(
         root=root,
         extra_dirs=_dirs(settings, settings.add_dir),
         read_only_dirs=_dirs(settings, settings.add_dir_ro),
         command_timeout=float(settings.command_timeout),
         fetch_policy=fetch_policy,
+        sandbox=sandbox,
     )
     policy = CommandPolicy(mode, workspace=Workspace.of(tool_ctx, os.environ))
     tool_ctx.approve = policy.approve
@@ -138,13 +141,24 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     session = Session(settings, provider, agent, policy, approvals)
     if transcript is not None:
         session.resumed = context.load_transcript(transcript)
+    session.notices.extend(_notices(settings, mode, fetch_policy.mode, sandbox))
+    return session
+
+
+def _notices(settings: Settings, mode: str, fetch_mode: str, sandbox: Sandbox) -> list[str]:
+    """What to tell the person at start-up about keys, and how commands and fetches run."""
+    notices = []
     key_warning = literal_key_warning(settings)
     if key_warning:
-        session.notices.append(key_warning)
+        notices.append(key_warning)
+    sandbox_notice = sandbox.startup_notice()
+    # Without commands the missing sandbox changes nothing, unless the person asked for it.
+    if sandbox_notice and (mode != "none" or settings.sandbox == "on"):
+        notices.append(sandbox_notice)
     if settings.yolo or mode == "all":
-        session.notices.append("Commands: every command is allowed without asking "
-                               + ("(--yolo)." if settings.yolo else "(--commands all)."))
-    if settings.yolo or fetch_policy.mode == "all":
-        session.notices.append("Fetch: every public host may be fetched without asking "
-                               + ("(--yolo)." if settings.yolo else "(--fetch all)."))
-    return session
+        notices.append("Commands: every command is allowed without asking "
+                       + ("(--yolo)." if settings.yolo else "(--commands all)."))
+    if settings.yolo or fetch_mode == "all":
+        notices.append("Fetch: every public host may be fetched without asking "
+                       + ("(--yolo)." if settings.yolo else "(--fetch all)."))
+    return notices

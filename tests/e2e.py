@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -58,17 +59,43 @@ def assert_valid_chat(messages: list[dict[str, Any]]) -> None:
     assert not open_ids
 
 
-def alive(pid: int, wait: float = 3.0) -> bool:
-    """Whether `pid` still runs after up to `wait` seconds. A zombie (killed, not yet reaped
-    by an init that may never reap it in a container) counts as gone."""
-    deadline = time.monotonic() + wait
-    while True:
+def unique_sleep() -> str:
+    """A `sleep` command line no other process has, so a test can find that process from
+    outside even when it runs in the sandbox's own PID namespace (where `$!` is not the
+    host's pid)."""
+    return f"sleep 1000.{uuid.uuid4().int % 10**9:09d}"
+
+
+def pids_of(command_line: str) -> list[int]:
+    """Running (not zombie) processes whose argv is exactly `command_line`'s words."""
+    want = command_line.split(" ")
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return False
-        if state in ("Z", "X"):
-            return False
+            argv = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if [a.decode(errors="replace") for a in argv] == want and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def gone(command_line: str, wait: float = 3.0) -> bool:
+    """True once no process runs `command_line` (within `wait` seconds)."""
+    deadline = time.monotonic() + wait
+    while pids_of(command_line):
         if time.monotonic() > deadline:
-            return True
+            return False
         time.sleep(0.05)
+    return True
+
+
+def bwrap_problem() -> str | None:
+    """Why the bubblewrap sandbox cannot run here (None when it can): tests that need it
+    skip with this reason."""
+    from swival.tools.sandbox import Sandbox, SandboxConfig
+
+    return Sandbox(SandboxConfig(mode="on")).problem

@@ -15,10 +15,19 @@ from typing import Any
 import pytest
 
 from swival.context.transcript import replay
-from tests.e2e import assert_valid_chat, run_swival, swival_command
+from tests.e2e import (
+    assert_valid_chat,
+    bwrap_problem,
+    gone,
+    pids_of,
+    run_swival,
+    swival_command,
+    unique_sleep,
+)
 from tests.fakeserver import Reply, error, text, tool
 
 SECRET = "sk-test-9f8e7d6c5b4a39281706"
+SANDBOX_PROBLEM = bwrap_problem()
 
 
 def transcripts(root: Path) -> list[Path]:
@@ -178,27 +187,27 @@ def test_spill_directory_unusable(fake_server: Any, tmp_path: Path) -> None:
     assert output.startswith("1\n2\n3\n") and "50000" in output, "head and tail"
 
 
-def test_sigterm_mid_turn_stops_cleanly(fake_server: Any, tmp_path: Path) -> None:
-    marker = tmp_path / "child.pid"
+@pytest.mark.parametrize("sandbox", ["off", "on"])
+def test_sigterm_mid_turn_stops_cleanly(fake_server: Any, tmp_path: Path, sandbox: str) -> None:
+    if sandbox == "on" and SANDBOX_PROBLEM:
+        pytest.skip(f"no working bubblewrap: {SANDBOX_PROBLEM}")
+    marker, sleeper = tmp_path / "started", unique_sleep()
     server = fake_server(kind="llamacpp").script(
-        tool("run_command", command=f"sleep 100 & echo $! > {marker}; wait"), text("never"))
+        tool("run_command", command=f"{sleeper} & echo yes > {marker}; wait"), text("never"))
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / ".xdg"), "NO_COLOR": "1"}
     proc = subprocess.Popen(
         [*swival_command(), "--provider", "llamacpp", "--base-url", server.url, "--yolo",
-         "-p", "sleep"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+         "--sandbox", sandbox, "-p", "sleep"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while not marker.exists() or not marker.read_text().strip():
+    while not marker.exists() or not pids_of(sleeper):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.1)
-    child = int(marker.read_text())
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143, err
     assert "terminated" in err and "Traceback" not in err
-    time.sleep(0.3)
-    state = Path(f"/proc/{child}/stat")
-    assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    assert gone(sleeper)
     assert_transcript_intact(tmp_path)
 
 

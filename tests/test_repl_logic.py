@@ -22,7 +22,7 @@ from swival.errors import TransientProviderError
 from swival.providers.base import ChatRequest
 from swival.repl import Repl, ReplIO, SlashAndPathCompleter
 from swival.session import Session, build_session
-from tests.e2e import alive
+from tests.e2e import gone, pids_of, unique_sleep
 from tests.scripted import ScriptedProvider, call, reply
 
 ESC_ENTER = "\x1b\r"
@@ -117,14 +117,14 @@ def test_ctrl_c_during_a_model_call_cancels_the_turn_and_keeps_the_session(root:
 
 @pytest.mark.timeout(30)
 def test_ctrl_c_during_a_long_command_kills_it_and_answers_the_call(root: Path) -> None:
-    pidfile = root / "child.pid"
-    command = f"sleep 60 & echo $! > {pidfile}; wait"
+    sleeper = unique_sleep()
+    command = f"{sleeper} & wait"
     provider = ScriptedProvider([call("run_command", command=command), reply("after")])
     run = Run(make_session(root, provider))
 
     def press_ctrl_c() -> None:  # SIGINT to ourselves, as the terminal sends it on Ctrl-C
         deadline = time.monotonic() + 10
-        while not pidfile.exists() or not pidfile.read_text().strip():
+        while not pids_of(sleeper):
             if time.monotonic() > deadline:
                 return
             time.sleep(0.05)
@@ -135,7 +135,7 @@ def test_ctrl_c_during_a_long_command_kills_it_and_answers_the_call(root: Path) 
     out = run(f"run it\rnext\r{CTRL_D}")
     assert time.monotonic() - started < 20
     assert "Interrupted" in out and "after" in out
-    assert not alive(int(pidfile.read_text()))
+    assert gone(sleeper)
     # the unanswered call got a synthetic result, so the next request is valid chat
     last = provider.requests[-1].messages
     tool_msgs = [m for m in last if m.role == "tool"]

@@ -15,7 +15,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 fakeserver = pytest.importorskip("tests.fakeserver")
-from tests.e2e import alive  # noqa: E402
+from tests.e2e import gone, pids_of, unique_sleep  # noqa: E402
 
 PROMPT = "›"  # the space after it is drawn as a cursor move
 SWIVAL = shutil.which("swival")
@@ -105,20 +105,20 @@ def test_request_commands_and_exit(server: object, project: Path) -> None:
 
 def test_ctrl_c_kills_a_long_command_and_keeps_the_session(server: object,
                                                            project: Path) -> None:
-    pidfile = project / "child.pid"
-    command = f"sleep 120 & echo $! > {pidfile}; wait"
+    sleeper = unique_sleep()
+    command = f"{sleeper} & wait"
     server.script(fakeserver.Reply(tool_calls=[("run_command", {"command": command})]))
     child = spawn(server, project)
     ask(child, "run the long thing")
     deadline = time.monotonic() + 20
-    while not (pidfile.exists() and pidfile.read_text().strip()):
+    while not pids_of(sleeper):
         assert time.monotonic() < deadline, "the command never started"
         time.sleep(0.1)
     time.sleep(0.3)
     child.sendcontrol("c")
     child.expect_exact("Interrupted")
     child.expect_exact(PROMPT)
-    assert not alive(int(pidfile.read_text()))
+    assert gone(sleeper)
 
     server.script(fakeserver.Reply(text="Still here."))
     ask(child, "are you there?")

@@ -16,6 +16,8 @@ from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
 from swival.tools.registry import ToolRegistry
 from swival.tools.run_command import INLINE_BYTES
+from swival.tools.sandbox import Sandbox, SandboxConfig
+from tests.e2e import bwrap_problem, gone, pids_of, unique_sleep
 
 
 def run(ctx: ToolContext, **args: Any) -> ToolResult:
@@ -25,20 +27,6 @@ def run(ctx: ToolContext, **args: Any) -> ToolResult:
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(root=tmp_path, command_timeout=20)
-
-
-def is_gone(pid: int, wait: float = 3.0) -> bool:
-    """True once `pid` no longer exists (or is only an unreaped zombie)."""
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_output_and_exit_code(ctx: ToolContext) -> None:
@@ -119,39 +107,66 @@ def test_spill_failure_still_gives_preview(ctx: ToolContext) -> None:
     assert result.content.splitlines()[-2] == "20000"
 
 
-def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:
+SANDBOX_PROBLEM = bwrap_problem()
+
+
+@pytest.fixture(params=["plain", "sandboxed"])
+def either_ctx(request: pytest.FixtureRequest, tmp_path: Path) -> ToolContext:
+    """A context running commands directly, then one running them under bwrap: killing
+    the process group must reach everything in both."""
+    if request.param == "plain":
+        return ToolContext(root=tmp_path, command_timeout=20)
+    if SANDBOX_PROBLEM:
+        pytest.skip(f"no working bubblewrap: {SANDBOX_PROBLEM}")
+    return ToolContext(root=tmp_path, command_timeout=20,
+                       sandbox=Sandbox(SandboxConfig(mode="on")))
+
+
+def test_timeout_kills_the_whole_group(either_ctx: ToolContext) -> None:
+    sleeper = unique_sleep()
     started = time.monotonic()
-    result = run(ctx, command="sleep 100 & echo $! > child.pid; wait", timeout=1)
+    result = run(either_ctx, command=f"{sleeper} & echo started > started.txt; wait", timeout=1)
     assert time.monotonic() - started < 10
     assert result.is_error
     assert "timed out after 1 s" in result.content and "larger timeout" in result.content
     assert result.meta["exit_code"] is None
-    child = int((ctx.root / "child.pid").read_text())
-    assert is_gone(child)
+    assert (either_ctx.root / "started.txt").exists()
+    assert gone(sleeper)
 
 
-def test_timeout_escalates_to_sigkill(ctx: ToolContext) -> None:
-    command = "trap '' TERM; sleep 100 & echo $! > child.pid; while :; do sleep 0.1; done"
-    result = run(ctx, command=command, timeout=1)
+def test_timeout_escalates_to_sigkill(either_ctx: ToolContext) -> None:
+    sleeper = unique_sleep()
+    command = f"trap '' TERM; {sleeper} & echo started > started.txt; while :; do sleep 0.1; done"
+    result = run(either_ctx, command=command, timeout=1)
     assert result.is_error and "timed out" in result.content
-    assert is_gone(int((ctx.root / "child.pid").read_text()))
+    assert (either_ctx.root / "started.txt").exists()
+    assert gone(sleeper)
 
 
-def test_background_child_does_not_outlive_the_command(ctx: ToolContext) -> None:
-    result = run(ctx, command="sleep 100 >/dev/null & echo $!")
+def test_background_child_does_not_outlive_the_command(either_ctx: ToolContext) -> None:
+    sleeper = unique_sleep()
+    result = run(either_ctx, command=f"{sleeper} >/dev/null & echo $!")
     assert result.meta["exit_code"] == 0
-    assert is_gone(int(result.content.splitlines()[0]))
+    assert int(result.content.splitlines()[0]) > 0, "the child was started"
+    assert gone(sleeper)
 
 
-def test_keyboard_interrupt_kills_group_and_propagates(ctx: ToolContext) -> None:
-    timer = threading.Timer(0.7, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run(ctx, command="sleep 100 & echo $! > child.pid; wait")
-    finally:
-        timer.cancel()
-    assert is_gone(int((ctx.root / "child.pid").read_text()))
+def test_keyboard_interrupt_kills_group_and_propagates(either_ctx: ToolContext) -> None:
+    sleeper = unique_sleep()
+    seen: list[int] = []
+
+    def interrupt_once_running() -> None:
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            seen.extend(pids_of(sleeper))
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_running, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run(either_ctx, command=f"{sleeper} & wait")
+    assert seen, "the command's child was running when Ctrl-C came"
+    assert gone(sleeper)
 
 
 def test_bad_arguments(ctx: ToolContext) -> None:
@@ -160,9 +175,10 @@ def test_bad_arguments(ctx: ToolContext) -> None:
     assert "timeout must be between" in run(ctx, command="true", timeout=10**6).content
 
 
-def test_signal_death_is_reported(ctx: ToolContext) -> None:
-    result = run(ctx, command="kill -9 $$")
+def test_signal_death_is_reported(either_ctx: ToolContext) -> None:
+    result = run(either_ctx, command="kill -9 $$")
     assert result.content.endswith("[killed by signal SIGKILL]")
+    assert result.meta["exit_code"] == -9
 
 
 def test_old_spill_files_are_pruned(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from swival.messages import ToolResult
 from swival.tools.fetch_policy import FetchPolicy, Network
+from swival.tools.sandbox import Mounts, Sandbox
 
 
 class ToolError(Exception):
@@ -45,7 +46,8 @@ class ToolContext:
     """Per-session state the tools share. `read_files` maps resolved paths to the
     (mtime_ns, size) seen when the model last read them, for safe writes. `fetch_policy`
     decides what fetch_url may reach (by default: nothing without asking, and nobody to
-    ask); `network` None means the real resolver and sockets."""
+    ask); `network` None means the real resolver and sockets. `sandbox` confines commands
+    (default: not sandboxed, secrets still kept out of their environment)."""
 
     root: Path
     extra_dirs: tuple[Path, ...] = ()
@@ -55,11 +57,17 @@ class ToolContext:
     read_files: dict[Path, tuple[int, int]] = field(default_factory=dict)
     fetch_policy: FetchPolicy = field(default_factory=FetchPolicy)
     network: Network | None = None
+    sandbox: Sandbox = field(default_factory=Sandbox)
 
     @property
     def spill_dir(self) -> Path:
         """Where oversized outputs are written for the model to page through."""
         return self.root / ".swival" / "out"
+
+    @property
+    def mounts(self) -> Mounts:
+        """What a command may write (the root first, then `extra_dirs`) and only read."""
+        return Mounts((self.root, *self.extra_dirs), self.read_only_dirs)
 
 
 class Tool(Protocol):

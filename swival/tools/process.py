@@ -1,11 +1,12 @@
 """Running one shell command in its own process group, output streamed to a file.
 
-The command runs under bash (or /bin/sh) in a new session, so it and everything it
-starts share one process group that can be killed as a whole. stdin is /dev/null (a
-command that waits for input gets EOF instead of hanging), and stdout+stderr go to the
-file the caller passes (never into memory). When the command ends, times out or is
-interrupted, whatever is left of its group is killed: no stray process outlives the
-call, except one that deliberately left the group (setsid, daemonizing).
+The command runs under bash (or /bin/sh), possibly inside the sandbox, in a new
+session, so it and everything it starts share one process group that can be killed as
+a whole. stdin is /dev/null (a command that waits for input gets EOF instead of
+hanging), and stdout+stderr go to the file the caller passes (never into memory). When
+the command ends, times out or is interrupted, whatever is left of its group is killed:
+no stray process outlives the call, except one that deliberately left the group
+(setsid, daemonizing) outside the sandbox; inside it, the PID namespace ends with bwrap.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -60,17 +62,19 @@ def reap_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def run_in_group(command: str, cwd: Path, timeout: float, out: BinaryIO) -> Outcome:
-    """Run `command` with output to `out`. Raises OSError when it cannot start; on
-    KeyboardInterrupt kills the group and re-raises."""
+def run_in_group(argv: Sequence[str], cwd: Path, timeout: float, out: BinaryIO,
+                 env: Mapping[str, str]) -> Outcome:
+    """Run `argv` (usually `[shell(), "-c", command]`, possibly inside bwrap) in `cwd` with
+    `env` plus the non-interactive settings, output to `out`. Raises OSError when it
+    cannot start; on KeyboardInterrupt kills the group and re-raises."""
     proc = subprocess.Popen(
-        [shell(), "-c", command],
+        list(argv),
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=out,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        env={**os.environ, **NON_INTERACTIVE_ENV},
+        env={**env, **NON_INTERACTIVE_ENV},
     )
     try:
         code = proc.wait(timeout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import tempfile
 from collections.abc import Mapping
@@ -10,7 +11,7 @@ from typing import Any, BinaryIO
 from swival.messages import ToolResult
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.output import make_preview, spill, strip_ansi
-from swival.tools.process import Outcome, run_in_group
+from swival.tools.process import Outcome, run_in_group, shell
 from swival.tools.workspace import display
 
 INLINE_BYTES = 10_240
@@ -48,13 +49,16 @@ class RunCommand:
         if not 0 < timeout <= ceiling:
             raise ToolError(f"timeout must be between 1 and {ceiling:g} seconds.")
         meta: dict[str, Any] = {"kind": "command", "command": command}
-        reason = ctx.approve(command)
+        reason = ctx.sandbox.refusal() or ctx.approve(command)
         if reason is not None:
             meta["refused"] = True
             return ToolResult(f"command refused: {reason}", is_error=True, meta=meta)
         with tempfile.TemporaryFile() as out:
             try:
-                outcome = run_in_group(command, ctx.root, timeout, out)
+                with ctx.sandbox.launch([shell(), "-c", command], ctx.mounts,
+                                        os.environ) as launch:
+                    outcome = launch.outcome(
+                        run_in_group(launch.argv, ctx.root, timeout, out, launch.env))
             except OSError as exc:
                 return ToolResult(
                     f"command could not start: {exc.strerror or exc}", is_error=True, meta=meta
@@ -63,8 +67,9 @@ class RunCommand:
         if spill_path:
             meta["spill_path"] = spill_path
         meta["exit_code"] = outcome.exit_code
-        return ToolResult(text + _ending(outcome, timeout), is_error=outcome.timed_out,
-                          meta=meta)
+        note = ctx.sandbox.explain(text, ctx.mounts)
+        return ToolResult(text + _ending(outcome, timeout) + (f"\n{note}" if note else ""),
+                          is_error=outcome.timed_out, meta=meta)
 
 
 def _ending(outcome: Outcome, timeout: float) -> str:

@@ -1,0 +1,260 @@
+"""The command sandbox, in-process through the run_command tool with the real bubblewrap:
+what a command can write, whether it reaches the network, which environment it sees, and
+what happens when bwrap is missing or broken."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swival.messages import ToolCall, ToolResult
+from swival.tools.base import ToolContext
+from swival.tools.core import core_tools
+from swival.tools.registry import ToolRegistry
+from swival.tools.sandbox import Sandbox, SandboxConfig
+from tests.e2e import bwrap_problem, gone, unique_sleep
+
+PROBLEM = bwrap_problem()
+needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no working bubblewrap: {PROBLEM}")
+KEY = "sk-configured-key-5d1c0ffee"
+
+
+def run(ctx: ToolContext, command: str) -> ToolResult:
+    return ToolRegistry(core_tools()).run(ToolCall("c1", "run_command", {"command": command}),
+                                          ctx)
+
+
+def sandbox(**config: Any) -> Sandbox:
+    return Sandbox(SandboxConfig(**{"mode": "on", **config}))
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> dict[str, Path]:
+    """A workspace (a git repository), an add-dir, a read-only add-dir and a sibling."""
+    paths = {name: tmp_path / name for name in ("ws", "extra", "ro", "sibling")}
+    for path in paths.values():
+        path.mkdir()
+    ws = paths["ws"]
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "config").write_text("[core]\n")
+    (ws / ".swival").mkdir()
+    (paths["ro"] / "data.txt").write_text("reference\n")
+    return paths
+
+
+def context(layout: dict[str, Path], box: Sandbox) -> ToolContext:
+    return ToolContext(root=layout["ws"], extra_dirs=(layout["extra"],),
+                       read_only_dirs=(layout["ro"],), command_timeout=30, sandbox=box)
+
+
+def attempt(targets: list[str]) -> str:
+    """A command that tries to write each target and prints what happened to each."""
+    lines = [f'(echo pwned >> "{t}") 2>/dev/null && echo "wrote {t}" || echo "refused {t}"'
+             for t in targets]
+    return "\n".join(lines)
+
+
+@needs_bwrap
+def test_writes_stay_in_the_workspace_add_dirs_and_private_tmp(layout: dict[str, Path]) -> None:
+    ws = layout["ws"]
+    home_file = Path.home() / f".swival-sandbox-test-{uuid.uuid4().hex}"
+    tmp_file = Path("/tmp") / f"swival-sandbox-test-{uuid.uuid4().hex}"
+    blocked = [str(home_file), str(layout["sibling"] / "x"), str(ws / ".git" / "hooks" / "x"),
+               str(ws / ".git" / "config"), str(ws / ".swival" / "x"), str(layout["ro"] / "x"),
+               "/usr/local/x"]
+    allowed = [str(ws / "inside.txt"), str(layout["extra"] / "extra.txt"), str(tmp_file)]
+    try:
+        result = run(context(layout, sandbox()),
+                     attempt(blocked + allowed) + '\necho tmpdir=$TMPDIR; mktemp -d')
+        for target in allowed:
+            assert f"wrote {target}" in result.content
+        for target in blocked:
+            assert not Path(target).exists() or target.endswith("config"), target
+        assert (ws / ".git" / "config").read_text() == "[core]\n"
+        assert not list((ws / ".git" / "hooks").iterdir())
+        assert (ws / "inside.txt").read_text() == "pwned\n"
+        assert (layout["extra"] / "extra.txt").read_text() == "pwned\n"
+        assert not tmp_file.exists(), "/tmp inside the sandbox is private"
+        assert "tmpdir=/tmp\n/tmp/tmp." in result.content
+        # Outside /tmp the refusals are the sandbox's read-only file system.
+        for target in [str(home_file), str(ws / ".git" / "hooks" / "x"), "/usr/local/x"]:
+            assert f"refused {target}" in result.content
+    finally:
+        home_file.unlink(missing_ok=True)
+        tmp_file.unlink(missing_ok=True)
+
+
+@needs_bwrap
+def test_read_only_failure_gets_a_note_naming_the_way_out(layout: dict[str, Path]) -> None:
+    result = run(context(layout, sandbox()), "touch .git/index.lock")
+    assert "Read-only file system" in result.content
+    note = result.content.splitlines()[-1]
+    assert note.startswith("[sandbox:") and "--sandbox off" in note
+    assert str(layout["ws"]) in note and str(layout["extra"]) in note and ".git/" in note
+    unsandboxed = run(context(layout, Sandbox()), "echo 'Read-only file system'")
+    assert "[sandbox:" not in unsandboxed.content
+
+
+@needs_bwrap
+def test_missing_git_and_swival_cannot_be_created(tmp_path: Path) -> None:
+    command = ("mkdir -p .git/hooks; echo 'rm -rf ~' > .git/hooks/post-checkout; "
+               "mkdir -p .swival/sessions; echo '{}' > .swival/sessions/planted.jsonl; "
+               "echo made > ordinary.txt")
+    result = run(ToolContext(root=tmp_path, sandbox=sandbox()), command)
+    assert "Read-only file system" in result.content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ordinary.txt"], \
+        "no .git or .swival, and the sandbox's stand-ins are gone"
+
+
+@needs_bwrap
+def test_git_worktree_pointer_protects_the_real_git_directory(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    main, wt = tmp_path / "main", tmp_path / "wt"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q", str(main)], check=True)
+    subprocess.run([*git, "-C", str(main), "commit", "-q", "--allow-empty", "-m", "0"],
+                   check=True)
+    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(wt)], check=True)
+    assert (wt / ".git").is_file()
+    ctx = ToolContext(root=wt, extra_dirs=(main,), sandbox=sandbox())
+    hook = main / ".git" / "hooks" / "post-checkout"
+    gitfile = wt / ".git"
+    result = run(ctx, attempt([str(hook), str(main / ".git" / "config"), str(gitfile),
+                               str(main / "notes.txt")]) + "\ngit status --short; echo rc=$?")
+    assert f"refused {hook}" in result.content and not hook.exists()
+    assert f"refused {gitfile}" in result.content and "pwned" not in gitfile.read_text()
+    assert "pwned" not in (main / ".git" / "config").read_text()
+    assert f"wrote {main / 'notes.txt'}" in result.content, "the add-dir itself is writable"
+    assert "rc=0" in result.content, "git can still read the repository"
+
+
+class Listener:
+    """A loopback TCP server that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+    def connect_command(self) -> str:
+        code = f"import socket; socket.create_connection(('127.0.0.1', {self.port}), 5)"
+        return f'"{sys.executable}" -c "{code}" && echo connected'
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    yield server
+    server.sock.close()
+
+
+@needs_bwrap
+def test_no_network_unless_allowed(layout: dict[str, Path], listener: Listener) -> None:
+    blocked = run(context(layout, sandbox()), listener.connect_command())
+    assert "Connection refused" in blocked.content and "connected" not in blocked.content
+    assert listener.accepted == 0
+    assert "--allow-net" in blocked.content.splitlines()[-1]
+    allowed = run(context(layout, sandbox(allow_net=True)), listener.connect_command())
+    assert "connected" in allowed.content and listener.accepted == 1
+    assert "--allow-net" not in allowed.content
+
+
+@needs_bwrap
+def test_host_sockets_under_run_are_hidden(tmp_path: Path) -> None:
+    if not os.path.isdir("/run") or not os.listdir("/run"):
+        pytest.skip("this machine's /run is empty anyway")
+    result = run(ToolContext(root=tmp_path, sandbox=sandbox()), "ls -A /run | wc -l")
+    assert result.content.startswith("0\n")
+
+
+@needs_bwrap
+def test_a_daemon_does_not_outlive_a_sandboxed_command(tmp_path: Path) -> None:
+    sleeper = unique_sleep()
+    result = run(ToolContext(root=tmp_path, sandbox=sandbox()),
+                 f"setsid {sleeper} </dev/null >/dev/null 2>&1 & echo started")
+    assert result.content.startswith("started")
+    assert gone(sleeper), "leaving the process group does not leave the PID namespace"
+
+
+@pytest.fixture
+def secret_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    values = {"OPENAI_API_KEY": "sk-openai-0123456789", "GITHUB_TOKEN": "ghp-abcdefghijkl",
+              "DB_PASSWORD": "hunter2-hunter2", "AWS_SECRET_ACCESS_KEY": "aws-9876543210",
+              "ALIAS_OF_KEY": KEY, "PLAIN_SETTING": "visible-value"}
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return values
+
+
+@pytest.mark.parametrize("mode", ["off", "on"])
+def test_commands_never_see_secrets(tmp_path: Path, secret_env: dict[str, str],
+                                    mode: str) -> None:
+    if mode == "on" and PROBLEM:
+        pytest.skip(f"no working bubblewrap: {PROBLEM}")
+    box = sandbox(mode=mode, secrets=(KEY,))
+    result = run(ToolContext(root=tmp_path, sandbox=box), "env")
+    assert "PLAIN_SETTING=visible-value" in result.content
+    for name, value in secret_env.items():
+        if name != "PLAIN_SETTING":
+            assert value not in result.content and f"{name}=" not in result.content, name
+
+
+def test_pass_env_lets_a_named_secret_through(tmp_path: Path,
+                                              secret_env: dict[str, str]) -> None:
+    box = sandbox(mode="off", secrets=(KEY,), pass_env=("GITHUB_TOKEN",))
+    result = run(ToolContext(root=tmp_path, sandbox=box), "env")
+    assert "GITHUB_TOKEN=ghp-abcdefghijkl" in result.content
+    assert "OPENAI_API_KEY" not in result.content and KEY not in result.content
+
+
+def test_sandbox_on_without_bwrap_refuses_every_command(tmp_path: Path) -> None:
+    box = sandbox(bwrap=str(tmp_path / "no-such-bwrap"))
+    assert box.problem and "cannot be started" in box.problem
+    result = run(ToolContext(root=tmp_path, sandbox=box), "touch ran.txt")
+    assert result.is_error and result.content.startswith("command refused:")
+    assert "--sandbox off" in result.content and "bubblewrap" in result.content
+    assert not (tmp_path / "ran.txt").exists()
+    notice = box.startup_notice() or ""
+    assert "every command will be refused" in notice and "--sandbox off" in notice
+
+
+def test_auto_without_a_working_bwrap_runs_unsandboxed_and_says_why(tmp_path: Path) -> None:
+    broken = tmp_path / "bwrap"
+    broken.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\n"
+                      "exit 1\n")
+    broken.chmod(0o755)
+    box = sandbox(mode="auto", bwrap=str(broken))
+    assert not box.active
+    assert box.describe() == "commands not sandboxed (bubblewrap unavailable)"
+    notice = box.startup_notice() or ""
+    assert "setting up uid map: Permission denied" in notice and "user namespaces" in notice
+    result = run(ToolContext(root=tmp_path, sandbox=box), "echo ran > ran.txt")
+    assert not result.is_error and (tmp_path / "ran.txt").exists()
+
+
+def test_sandbox_off_says_so_and_tries_nothing(tmp_path: Path) -> None:
+    box = sandbox(mode="off", bwrap=str(tmp_path / "no-such-bwrap"))
+    assert box.problem is None and box.startup_notice() is None
+    assert box.describe() == "commands not sandboxed (sandbox off)"
