@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e import Listener
 from tests.fakeserver import FakeServer
 
 
@@ -36,3 +37,11 @@ def fake_server() -> Iterator[Callable[..., FakeServer]]:
     yield make
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    """A loopback TCP server counting the connections it accepts (closed afterwards)."""
+    server = Listener()
+    yield server
+    server.sock.close()

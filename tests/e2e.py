@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -99,3 +101,35 @@ def bwrap_problem() -> str | None:
     from swival.tools.sandbox import Sandbox, SandboxConfig
 
     return Sandbox(SandboxConfig(mode="on")).problem
+
+
+class Listener:
+    """A loopback TCP server that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+    def accepted_within(self, wait: float = 3.0) -> int:
+        """The count, once at least one connection arrived or `wait` seconds passed."""
+        deadline = time.monotonic() + wait
+        while not self.accepted and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.accepted
+
+    def connect_command(self) -> str:
+        """A shell command that connects to this server and prints `connected`."""
+        code = f"import socket; socket.create_connection(('127.0.0.1', {self.port}), 5)"
+        return f'"{sys.executable}" -c "{code}" && echo connected'

@@ -40,3 +40,13 @@ def test_startup_investigation_runs_whole_through_each_transport(kind: str) -> N
 
     (run,) = oneshot_runs(kind, 1)  # asserts every one of the STEPS model calls was made
     assert STEPS == 15 and run.wall > 0 and run.cpu > 0 and run.rss_mb > 20
+
+
+def test_sandbox_benchmark_runs(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "sandbox.py"), "--runs", "2"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "| `run_command` running `true`, sandboxed |" in result.stdout \
+        or "No working bubblewrap" in result.stdout

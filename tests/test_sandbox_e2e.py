@@ -1,0 +1,154 @@
+"""The command sandbox through the installed `swival`, one-shot against the loopback
+FakeServer, the way a user runs it with `--commands all`: what commands can write and
+reach, what they see of the environment, and what the person is told."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e import Listener, bwrap_problem, run_swival
+from tests.fakeserver import text, tool
+
+PROBLEM = bwrap_problem()
+needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no working bubblewrap: {PROBLEM}")
+KEY = "sk-e2e-configured-7a6b5c4d3e"
+
+
+def tool_results(server: Any) -> list[str]:
+    """What the model was shown for each tool call, in order."""
+    return [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "sibling").mkdir()
+    return root
+
+
+@needs_bwrap
+def test_commands_all_cannot_write_outside_or_reach_the_network(
+        fake_server: Any, project: Path, listener: Listener) -> None:
+    lib, sibling = project.parent / "lib", project.parent / "sibling"
+    home_file = Path.home() / f".swival-e2e-{uuid.uuid4().hex}"
+    writes = " ; ".join(
+        f'(echo pwned >> "{t}") && echo "wrote {t}" || echo "refused {t}"'
+        for t in ["inside.txt", lib / "lib.txt", home_file, sibling / "x", "/tmp/planted",
+                  ".git/hooks/pre-commit", ".git/config", ".swival/sessions/planted.jsonl"])
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command=writes),
+        tool("run_command", command=listener.connect_command()),
+        text("done"))
+    try:
+        result = run_swival(server, project, "--commands", "all", "--add-dir", str(lib),
+                            "-p", "try to escape")
+        assert result.returncode == 0, result.stderr
+        assert "commands sandboxed (bubblewrap, no network)" in result.stderr
+        wrote, connect = tool_results(server)
+        assert "wrote inside.txt" in wrote and f"wrote {lib / 'lib.txt'}" in wrote
+        assert (project / "inside.txt").exists() and (lib / "lib.txt").exists()
+        assert f"refused {home_file}" in wrote and not home_file.exists()
+        assert not (sibling / "x").exists() and not Path("/tmp/planted").exists()
+        assert "refused .git/hooks/pre-commit" in wrote and "refused .git/config" in wrote
+        assert not list((project / ".git" / "hooks").iterdir())
+        assert (project / ".git" / "config").read_text() == "[core]\n"
+        assert not (project / ".swival" / "sessions" / "planted.jsonl").exists()
+        assert "--sandbox off" in wrote, "the model learns how the user can allow writes"
+        assert "connected" not in connect and listener.accepted == 0
+        assert "--allow-net" in connect
+    finally:
+        home_file.unlink(missing_ok=True)
+
+
+@needs_bwrap
+def test_allow_net_restores_the_connection(fake_server: Any, project: Path,
+                                           listener: Listener) -> None:
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command=listener.connect_command()), text("done"))
+    result = run_swival(server, project, "--commands", "all", "--allow-net", "-p", "connect")
+    assert result.returncode == 0, result.stderr
+    assert "commands sandboxed (bubblewrap, network allowed)" in result.stderr
+    assert "connected" in tool_results(server)[0] and listener.accepted_within() == 1
+
+
+def test_sandbox_on_without_bwrap_refuses_commands_and_says_how_to_fix(
+        fake_server: Any, project: Path) -> None:
+    empty_path = project.parent / "empty-bin"
+    empty_path.mkdir()
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command="touch ran.txt"), text("could not run it"))
+    result = run_swival(server, project, "--commands", "all", "--sandbox", "on", "-p", "run",
+                        env={"PATH": str(empty_path)})
+    assert (result.returncode, result.stdout) == (0, "could not run it\n"), result.stderr
+    assert "Sandbox on, but bubblewrap (bwrap) is not installed" in result.stderr
+    assert "apt install bubblewrap" in result.stderr and "--sandbox off" in result.stderr
+    assert "Traceback" not in result.stderr
+    refusal = tool_results(server)[0]
+    assert refusal.startswith("command refused:") and "--sandbox off" in refusal
+    assert not (project / "ran.txt").exists()
+
+
+def test_auto_without_bwrap_says_once_that_commands_are_not_sandboxed(
+        fake_server: Any, project: Path) -> None:
+    empty_path = project.parent / "empty-bin"
+    empty_path.mkdir()
+    server = fake_server(kind="llamacpp").script(text("ok"))
+    result = run_swival(server, project, "--commands", "all", "-p", "hi",
+                        env={"PATH": str(empty_path)})
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("Commands run without a sandbox: bubblewrap (bwrap) is not "
+                               "installed") == 1
+    assert "commands not sandboxed (bubblewrap unavailable)" in result.stderr
+
+
+def test_printenv_shows_no_secret_and_pass_env_lets_one_through(
+        fake_server: Any, project: Path) -> None:
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command="env"),
+        tool("run_command", command="printenv OPENROUTER_API_KEY; echo rc=$?"),
+        text("done"))
+    env = {"OPENROUTER_API_KEY": "sk-or-0123456789abcdef", "GITHUB_TOKEN": "ghp-0123456789ab",
+           "DEPLOY_PASSWORD": "hunter2", "ALIAS_OF_KEY": KEY,
+           "PLAIN_SETTING": "visible-value"}
+    result = run_swival(server, project, "--commands", "all", "--api-key", KEY,
+                        "--pass-env", "GITHUB_TOKEN", "--json", "-p", "show env", env=env)
+    assert result.returncode == 0, result.stderr
+    shown, printenv = tool_results(server)
+    assert "PLAIN_SETTING=visible-value" in shown
+    # DEPLOY_PASSWORD's value is too short to count as a key: only its name hides it.
+    for name in ("OPENROUTER_API_KEY", "DEPLOY_PASSWORD", "ALIAS_OF_KEY"):
+        assert f"{name}=" not in shown, name
+    # Let through on request; the value is still redacted before the model sees it.
+    assert "GITHUB_TOKEN=[redacted]" in shown
+    assert printenv.startswith("rc=1"), "the variable does not exist for the command"
+    everything = json.dumps(server.requests) + result.stdout + result.stderr
+    assert all(v not in everything for v in env.values() if v != "visible-value")
+
+
+def test_doctor_says_whether_commands_are_sandboxed(fake_server: Any, project: Path) -> None:
+    server = fake_server(kind="llamacpp")
+    result = run_swival(server, project, "--doctor")
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("sandbox "))
+    expected = ("commands sandboxed (bubblewrap, no network)" if PROBLEM is None
+                else "commands not sandboxed (bubblewrap unavailable)")
+    assert line.split(None, 1)[1] == expected
+    off = run_swival(server, project, "--doctor", "--sandbox", "off")
+    assert "sandbox          commands not sandboxed (sandbox off)" in off.stdout
+
+
+def test_a_pass_env_entry_that_is_no_name_is_a_config_error(fake_server: Any,
+                                                            project: Path) -> None:
+    server = fake_server(kind="llamacpp").script(text("never"))
+    result = run_swival(server, project, "--pass-env", "NOT A NAME", "-p", "hi")
+    assert result.returncode == 2
+    assert "pass_env: 'NOT A NAME' is not an environment variable name" in result.stderr
+    assert "Traceback" not in result.stderr
