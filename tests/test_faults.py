@@ -217,9 +217,11 @@ def test_no_api_key_leaks_into_any_artefact(fake_server: Any, tmp_path: Path) ->
         tool("run_command", command="env"),
         tool("run_command", command="echo key=$OPENROUTER_API_KEY"),
         error(401, f"bad key {SECRET}"), error(401, f"bad key {SECRET}"))
+    # --pass-env lets the key into the commands' environment, so that redaction is what
+    # keeps it out of everything written (tests/test_sandbox_e2e.py covers its absence).
     result = run_swival(server, tmp_path, "--yolo", "--json", "--retries", "0",
-                        "--api-key", SECRET, "-p", "print the environment",
-                        env={"OPENROUTER_API_KEY": SECRET})
+                        "--api-key", SECRET, "--pass-env", "OPENROUTER_API_KEY",
+                        "-p", "print the environment", env={"OPENROUTER_API_KEY": SECRET})
     artefacts = [result.stdout, result.stderr]
     artefacts += [p.read_text(errors="replace") for p in (tmp_path / ".swival").rglob("*")
                   if p.is_file()]
