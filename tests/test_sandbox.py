@@ -234,3 +234,24 @@ def test_sandbox_off_says_so_and_tries_nothing(tmp_path: Path) -> None:
     box = sandbox(mode="off", bwrap=str(tmp_path / "no-such-bwrap"))
     assert box.problem is None and box.startup_notice() is None
     assert box.describe() == "commands not sandboxed (sandbox off)"
+
+
+@pytest.mark.parametrize(("line", "name", "value", "held"), [
+    ('sandbox = "off"', "sandbox", "off", True),
+    ('sandbox = "on"', "sandbox", "on", False),
+    ("allow_net = true", "allow_net", True, True),
+    ('pass_env = ["GITHUB_TOKEN"]', "pass_env", ("GITHUB_TOKEN",), True),
+])
+def test_a_project_file_loosens_the_sandbox_only_when_trusted(
+        tmp_path: Path, line: str, name: str, value: Any, held: bool) -> None:
+    from swival.config import KEYS_BY_NAME, load_settings
+
+    (tmp_path / "swival.toml").write_text(line + "\n")
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    untrusted = load_settings({}, cwd=tmp_path, env=env)
+    trusted = load_settings({}, cwd=tmp_path, env=env, trusted=lambda _file, _keys: True)
+    default = KEYS_BY_NAME[name].default
+    ignored = tuple(default) if isinstance(default, list) else default
+    assert getattr(trusted, name) == value
+    assert getattr(untrusted, name) == (ignored if held else value)
+    assert (name in untrusted.trust_keys) is held
