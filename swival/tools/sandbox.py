@@ -56,6 +56,9 @@ NETWORK_FAILURE = re.compile(
 )
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora: "
                 "dnf install bubblewrap)")
+NAMESPACE_HINT = ("let bwrap create user namespaces (sysctl kernel.unprivileged_userns_clone=1 "
+                  "or user.max_user_namespaces > 0; on Ubuntu 24.04 an AppArmor profile for "
+                  "bwrap), or run Swival where it can")
 
 
 @dataclass(frozen=True)
@@ -116,18 +119,14 @@ class Sandbox:
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         self.config = config or SandboxConfig()
-        self.problem: str | None = None
         self.bwrap: str | None = None
+        self.problem: str | None = None
+        self._fix = ""
         self._tmp: Path | None = None
-        if self.config.mode == "off":
-            return
-        path = self.config.bwrap or shutil.which("bwrap")
-        if path is None:
-            self.problem = ("bubblewrap (bwrap) is not installed" if sys.platform == "linux"
-                            else f"there is no command sandbox for {sys.platform} yet")
-        else:
-            self.problem = probe(path, self.config.allow_net)
-            self.bwrap = None if self.problem else path
+        if self.config.mode != "off":
+            self.bwrap, failure = _find_bwrap(self.config)
+            if failure:
+                self.problem, self._fix = failure
 
     @property
     def active(self) -> bool:
@@ -148,19 +147,11 @@ class Sandbox:
         """What to tell the person at start-up when bwrap was wanted but does not work."""
         if self.problem is None:
             return None
-        fix = self._fix()
         if self.config.mode == "on":
             return (f"Sandbox on, but {self.problem}: every command will be refused. To run "
-                    f"commands, {fix}, or start with --sandbox off.")
-        return (f"Commands run without a sandbox: {self.problem}. To confine them, {fix}; "
-                "to silence this, set sandbox = \"off\".")
-
-    def _fix(self) -> str:
-        if self.problem and "trial run" in self.problem:
-            return ("let bwrap create user namespaces (sysctl kernel.unprivileged_userns_clone=1 "
-                    "or user.max_user_namespaces > 0; on Ubuntu 24.04 an AppArmor profile for "
-                    "bwrap), or run Swival where it can")
-        return INSTALL_HINT
+                    f"commands, {self._fix}, or start with --sandbox off.")
+        return (f"Commands run without a sandbox: {self.problem}. To confine them, "
+                f"{self._fix}; to silence this, use --sandbox off (config: sandbox = \"off\").")
 
     def refusal(self) -> str | None:
         """Why no command may run (mode on without a working bwrap), for the model."""
@@ -240,9 +231,25 @@ def base_flags(allow_net: bool) -> list[str]:
     return flags
 
 
+def _find_bwrap(config: SandboxConfig) -> tuple[str | None, tuple[str, str] | None]:
+    """The bwrap to use, or None and (what is wrong, what the person can do about it)."""
+    path = config.bwrap or shutil.which("bwrap")
+    if path is None and sys.platform != "linux":
+        return None, (f"there is no command sandbox for {sys.platform} yet",
+                      "run Swival in a container or a VM")
+    if path is None:
+        return None, ("bubblewrap (bwrap) is not installed", INSTALL_HINT)
+    try:
+        problem = probe(path, config.allow_net)
+    except OSError as exc:
+        return None, (f"bwrap ({path}) cannot be started: {exc.strerror or exc}", INSTALL_HINT)
+    return (None, (problem, NAMESPACE_HINT)) if problem else (path, None)
+
+
 @functools.cache  # one trial per process and bwrap: its answer does not change meanwhile
 def probe(bwrap: str, allow_net: bool) -> str | None:
-    """Run `true` under bwrap with the base flags: None when it works, else why not."""
+    """Run `true` under bwrap with the base flags: None when it works, else why not.
+    Raises OSError when `bwrap` cannot be started at all."""
     try:
         done = subprocess.run(
             [bwrap, *base_flags(allow_net), "--", "/bin/sh", "-c", ":"],
@@ -250,8 +257,6 @@ def probe(bwrap: str, allow_net: bool) -> str | None:
             timeout=PROBE_TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
         return f"bwrap failed a trial run (no answer in {PROBE_TIMEOUT:g} s)"
-    except OSError as exc:
-        return f"bwrap ({bwrap}) cannot be started: {exc.strerror or exc}"
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
         return f"bwrap failed a trial run ({why})"
