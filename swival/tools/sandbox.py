@@ -41,7 +41,6 @@ from swival.config import Settings, is_secret_name, known_secrets
 from swival.errors import ConfigError
 from swival.tools.process import Outcome
 
-SANDBOX_MODES = ("auto", "on", "off")
 PROTECTED_NAMES = (".git", ".swival")
 PROBE_TIMEOUT = 10.0
 MIN_SECRET_CHARS = 8  # like redaction: shorter values are not keys, and would match ordinary text
