@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from swival.context.engine import ContextEngine
-from swival.errors import ContextExhausted, ContextOverflowError, ProviderError, redact
+from swival.errors import ContextExhausted, ContextOverflowError, ProviderError
 from swival.events import (
     Event,
     ModelCallFinished,
@@ -34,6 +34,7 @@ from swival.providers.base import (
     complete,
 )
 from swival.providers.repair import repair_note
+from swival.redaction import Redactor
 from swival.tools.base import ToolContext
 from swival.tools.registry import ToolRegistry
 
@@ -79,7 +80,9 @@ def make_summarizer(
 class AgentConfig:
     max_turns: int = 100
     temperature: float | None = None
-    secrets: tuple[str, ...] = ()  # API keys: scrubbed from tool output before the model sees it
+    # Secrets: put out of sight in requests and tool results (content and metadata)
+    # before the model, the transcript or the screen sees them.
+    redactor: Redactor = field(default_factory=Redactor)
 
 
 class Agent:
@@ -116,7 +119,7 @@ class Agent:
         `interrupted()`, which answers any unanswered tool call so the conversation
         stays valid.
         """
-        self.context.add_user(text)
+        self.context.add_user(self.config.redactor.redact(text))
         self._turn, self._calls, self._usage = 0, 0, Usage()
         parts: list[str] = []  # texts of cut replies, joined with the one that finishes
         while self._turn < self.config.max_turns:
@@ -253,8 +256,10 @@ class Agent:
         note = repair_note(call)
         if note is not None:  # tell the model what was fixed, so it can write it right
             result = replace(result, content=f"{note}\n{result.content}")
-        if self.config.secrets:
-            result = replace(result, content=redact(result.content, self.config.secrets))
+        redactor = self.config.redactor
+        if redactor:
+            result = replace(result, content=redactor.redact(result.content),
+                             meta=redactor.scrub(result.meta))
         if result.effect is not None:
             result, events = self.context.apply_effect(call, result, self._clock)
             yield from events

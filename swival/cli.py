@@ -253,13 +253,13 @@ def _scrub(text: str) -> str:
     """Error text with API keys (from the environment or --api-key) removed."""
     import os
 
-    from swival.config import known_secrets
-    from swival.errors import redact
+    from swival.config import redactor_for
 
     argv = sys.argv
     given = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--api-key"]
     given += [a.split("=", 1)[1] for a in argv if a.startswith("--api-key=")]
-    return redact(text, (*known_secrets(None, os.environ), *given))
+    named = {"api_key": given[-1]} if given else {}  # the last --api-key is the one used
+    return redactor_for(None, os.environ).with_secrets(named).redact(text)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,10 +17,12 @@ from pathlib import Path
 from typing import Literal
 
 from swival.agent import Agent
+from swival.config import user_state_dir
 from swival.context.knowledge import Knowledge
 from swival.events import Compacted
 from swival.providers.factory import spent
 from swival.providers.hosted import PRICE_SOURCE
+from swival.state import SessionIndex, sessions_dir
 
 ReplyLevel = Literal["info", "warning", "error"]
 USER_TURN = 0  # compactions asked for by the user are not tied to a model turn
@@ -178,11 +181,12 @@ def cmd_todo(agent: Agent, args: Sequence[str]) -> CommandReply:
     return CommandReply(f"Todos ({open_count} open):", headers=("id", "state", "item"), rows=rows)
 
 
-def session_rows(state_dir: Path, current: str | None) -> list[tuple[str, ...]]:
-    """One row per saved session, newest first: id, start time, messages, first request."""
+def session_rows(folder: Path, ids: Sequence[str], current: str | None,
+                 ) -> list[tuple[str, ...]]:
+    """One row per session in `ids` (transcripts in `folder`), newest first: id, last
+    active, messages, first request."""
     rows: list[tuple[str, ...]] = []
-    files = sorted((state_dir / "sessions").glob("*.jsonl"), reverse=True)
-    for path in files:
+    for path in (folder / f"{sid}.jsonl" for sid in sorted(ids, reverse=True)):
         count, first = 0, ""
         with path.open(encoding="utf-8", errors="replace") as handle:
             for line in handle:
@@ -210,14 +214,22 @@ def _record(line: str) -> dict:
 
 
 def cmd_sessions(agent: Agent, args: Sequence[str]) -> CommandReply:
-    state_dir = agent.tool_ctx.root / ".swival"
-    rows = session_rows(state_dir, agent.context.session_id)
+    """The sessions this user's Swival recorded in this project (the session index);
+    transcript files that came from elsewhere are counted, never listed."""
+    root = agent.tool_ctx.root
+    folder, index = sessions_dir(root), SessionIndex(user_state_dir(os.environ))
+    rows = session_rows(folder, index.transcripts(root), agent.context.session_id)
+    strangers = index.strangers(root)
+    note = (f"\n{strangers} other session file(s) in {folder} were not recorded by Swival for "
+            "you (they may have come with the repository); they are not listed and cannot "
+            "be resumed.") if strangers else ""
     if not rows:
-        return CommandReply("No saved sessions in this project yet.")
+        return CommandReply(f"No saved sessions in this project yet.{note}")
     return CommandReply(
-        f"Sessions in {state_dir / 'sessions'}:",
+        f"Sessions in {folder}:",
         headers=("id", "last active", "messages", "first request"), rows=tuple(rows),
-        footer="Resume one with `swival --resume ID`, or the latest with `swival --continue`.",
+        footer="Resume one with `swival --resume ID`, or the latest with `swival --continue`."
+        + note,
     )
 
 

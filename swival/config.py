@@ -23,6 +23,7 @@ from typing import Any
 import tomli_w
 
 from swival.errors import ConfigError
+from swival.redaction import Redactor
 
 PROVIDERS = ("lmstudio", "ollama", "llamacpp", "generic")
 HOSTED_PREFIXES = (
@@ -425,13 +426,24 @@ def is_secret_name(name: str) -> bool:
     return SECRET_NAME.search(name.upper()) is not None
 
 
+def named_secrets(settings: Settings | None, env: Mapping[str, str]) -> dict[str, str]:
+    """Values that must never be shown, by name: every environment variable whose name
+    marks it as a secret (see `is_secret_name`), and the configured API key as `api_key`
+    when no such variable holds the same value."""
+    found = {k: v for k, v in env.items() if is_secret_name(k) and v}
+    if settings is not None and settings.api_key and settings.api_key not in found.values():
+        found["api_key"] = settings.api_key
+    return found
+
+
 def known_secrets(settings: Settings | None, env: Mapping[str, str]) -> tuple[str, ...]:
-    """Values that must never be shown: the configured API key and the value of every
-    environment variable whose name marks it as a secret (see `is_secret_name`)."""
-    found = {v for k, v in env.items() if is_secret_name(k) and v}
-    if settings is not None and settings.api_key:
-        found.add(settings.api_key)
-    return tuple(sorted(found, key=len, reverse=True))
+    """The values of `named_secrets`, longest first."""
+    return tuple(sorted(set(named_secrets(settings, env).values()), key=len, reverse=True))
+
+
+def redactor_for(settings: Settings | None, env: Mapping[str, str]) -> Redactor:
+    """The redactor for `named_secrets` (see swival/redaction.py)."""
+    return Redactor.of(named_secrets(settings, env))
 
 
 def literal_key_warning(settings: Settings) -> str | None:

@@ -82,17 +82,3 @@ class Terminated(KeyboardInterrupt):
 
     exit_code = 143
 
-
-REDACTED = "[redacted]"
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """Replace every occurrence of each secret (API keys) in `text`.
-
-    Secrets shorter than 8 characters are left alone: they are not real keys, and
-    replacing them would mangle ordinary text.
-    """
-    for secret in secrets:
-        if len(secret) >= 8:
-            text = text.replace(secret, REDACTED)
-    return text

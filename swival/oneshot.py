@@ -15,8 +15,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from swival.config import Settings, known_secrets
-from swival.errors import SwivalError, redact
+from swival.config import Settings, redactor_for
+from swival.errors import SwivalError
 from swival.events import Compacted, Event, ToolFinished, TurnFinished
 from swival.providers.factory import spent
 from swival.render import ProgressPrinter, stderr_console
@@ -122,15 +122,16 @@ def run_oneshot(session: Session, task: str) -> int:
     if signal_code is not None:
         code = signal_code
     if settings.json:
-        print(json.dumps(_report(session, tally, code, error), ensure_ascii=False))
+        report = session.redactor.scrub(_report(session, tally, code, error))
+        print(json.dumps(report, ensure_ascii=False))
     elif error:
-        print(f"swival: {redact(str(error), session.agent.config.secrets)}", file=sys.stderr)
+        print(f"swival: {session.redactor.redact(str(error))}", file=sys.stderr)
     elif finished and finished.reason == "done":
-        print(finished.answer)
+        print(session.redactor.redact(finished.answer))
     elif finished and finished.reason == "output_limit":
         if finished.partial:  # the incomplete reply is still the result the user asked for
-            print(finished.partial)
-        print(f"swival: {finished.answer}", file=sys.stderr)
+            print(session.redactor.redact(finished.partial))
+        print(f"swival: {session.redactor.redact(finished.answer)}", file=sys.stderr)
     elif finished and finished.reason == "interrupted":
         print("swival: terminated" if code == 143 else "swival: interrupted", file=sys.stderr)
     return code
@@ -138,17 +139,16 @@ def run_oneshot(session: Session, task: str) -> int:
 
 def print_failure(settings: Settings, error: SwivalError) -> int:
     """--json before a session exists (server unreachable, no model): still one object."""
-    secrets = known_secrets(settings, os.environ)
     report = {
         "answer": "", "exit_reason": "error", "exit_code": error.exit_code,
-        "error": redact(str(error), secrets), "turns": 0, "tool_calls": 0,
+        "error": str(error), "turns": 0, "tool_calls": 0,
         "tokens": {"prompt": 0, "completion": 0}, "compactions": [], "files_changed": [],
         "provider": settings.provider, "base_url": settings.base_url, "model": settings.model,
         "window": settings.max_context_tokens, "window_source": None, "session_id": None,
         "ignored_project_keys": list(settings.held_back),
         "cost_usd": None,
     }
-    print(json.dumps(report, ensure_ascii=False))
+    print(json.dumps(redactor_for(settings, os.environ).scrub(report), ensure_ascii=False))
     return error.exit_code
 
 
@@ -157,8 +157,7 @@ def _report(session: Session, tally: Tally, code: int, error: SwivalError | None
     info = session.provider.info
     reason = done.reason if done else ("context_exhausted" if code == 5 else "error")
     cut = done is not None and done.reason == "output_limit"
-    message = redact(str(error), session.agent.config.secrets) if error else (
-        done.answer if cut and done else None)
+    message = str(error) if error else (done.answer if cut and done else None)
     return {
         "answer": done.answer if done and done.reason == "done" else (
             done.partial if cut and done else ""),

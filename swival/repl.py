@@ -34,7 +34,9 @@ from swival import __version__
 from swival.commands import BREAKDOWN_LABELS, COMMANDS, CommandReply, dispatch, is_command
 from swival.errors import SwivalError, Terminated
 from swival.providers.factory import warm_up
+from swival.redaction import Redactor
 from swival.render import Status, TurnView, make_console, preload
+from swival.state import HISTORY, STATE_DIR
 from swival.tools.policy import Question
 
 if TYPE_CHECKING:
@@ -65,6 +67,18 @@ class ReplIO:
     color: bool | None = None
     warm_up: Callable[[], None] | None = None
     history: bool = True
+
+
+class RedactingHistory(FileHistory):
+    """The prompt history file, with the session's secrets put out of sight before a
+    line is saved (the line stays whole in this session's memory)."""
+
+    def __init__(self, filename: str, redactor: Redactor) -> None:
+        super().__init__(filename)
+        self.redactor = redactor
+
+    def store_string(self, string: str) -> None:
+        super().store_string(self.redactor.redact(string))
 
 
 class SlashAndPathCompleter(Completer):
@@ -142,10 +156,10 @@ class Repl:
     def _history(self, root: Path) -> FileHistory | InMemoryHistory:
         if not self.io.history:
             return InMemoryHistory()
-        path = root / ".swival" / "history"
+        path = root / STATE_DIR / HISTORY
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            return FileHistory(str(path))
+            return RedactingHistory(str(path), self.session.redactor)
         except OSError:
             return InMemoryHistory()  # a read-only project still gets a working prompt
 
@@ -198,7 +212,7 @@ class Repl:
         try:
             reply = dispatch(line, self.session.agent)
         except SwivalError as error:
-            reply = CommandReply(str(error), level="error")
+            reply = CommandReply(self.session.redactor.redact(str(error)), level="error")
         except KeyboardInterrupt:
             reply = CommandReply("Interrupted.", level="warning")
         for event in reply.events:
@@ -234,7 +248,7 @@ class Repl:
             if isinstance(stop, Terminated):
                 raise
         except SwivalError as error:
-            self.view.error(f"swival: {error}")
+            self.view.error(f"swival: {self.session.redactor.redact(str(error))}")
             agent.interrupted()  # answers any unanswered tool call so the history stays valid
         finally:
             self.view.close()
@@ -250,7 +264,8 @@ class Repl:
         self._ready.wait()
         if self._warm_error is not None:
             error, self._warm_error = self._warm_error, None
-            self.view.message(f"Loading the model client failed early: {error}", "warning")
+            self.view.message("Loading the model client failed early: "
+                              + self.session.redactor.redact(str(error)), "warning")
 
     # -- status and prompts ---------------------------------------------------------------
 

@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swival.agent import Agent, AgentConfig, make_summarizer
-from swival.config import Settings, known_secrets, literal_key_warning
-from swival.context.engine import ContextEngine, ContextSettings
+from swival.config import Settings, literal_key_warning, redactor_for, user_state_dir
+from swival.context.engine import ContextEngine, ContextSettings, Extras
 from swival.context.knowledge import Knowledge
 from swival.errors import ConfigError, UsageError
 from swival.prompts import system_prompt
 from swival.providers.base import Provider
 from swival.providers.factory import connect
+from swival.redaction import Redactor
+from swival.state import SessionIndex, prepare_state_dir, sessions_dir
 from swival.tools.approval import Approvals
 from swival.tools.base import ToolContext
 from swival.tools.catalog import default_tools
@@ -41,6 +43,7 @@ class Session:
     approvals: Approvals = field(default_factory=Approvals)  # fetches; front ends ask
     notices: list[str] = field(default_factory=list)
     resumed: int = 0  # messages restored from a saved session
+    redactor: Redactor = field(default_factory=Redactor)  # for everything shown or written
 
     def overhead_warning(self) -> str | None:
         """A warning when the fixed overhead (system prompt, instruction files, tool
@@ -68,27 +71,44 @@ def _dirs(settings: Settings, names: tuple[str, ...]) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def sessions_dir(settings: Settings) -> Path:
-    return settings.project_root / ".swival" / "sessions"
+def _index() -> SessionIndex:
+    return SessionIndex(user_state_dir(os.environ))
 
 
 def find_transcript(settings: Settings, resume: str | None, latest: bool) -> Path | None:
-    """The saved session to resume: `resume` by id, the newest one with `latest`."""
+    """The saved session to resume: `resume` by id, the newest one with `latest`.
+
+    Only sessions this user's Swival recorded for this project (the session index in
+    the user's state dir) are candidates: a transcript that came with the repository,
+    or that anything else wrote, is never resumed. Checks the state dir first."""
+    root = settings.project_root
+    prepare_state_dir(root)
     if resume is None and not latest:
         return None
-    folder = sessions_dir(settings)
-    saved = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    folder, index = sessions_dir(root), _index()
+    saved = index.transcripts(root)
+    strangers = index.strangers(root)
+    others = (f" {strangers} session file(s) there were not recorded by Swival for you "
+              "(they may have come with the repository); those are never resumed."
+              if strangers else "")
+    if resume is not None:
+        matches = [sid for sid in saved if sid == resume] or [
+            sid for sid in saved if sid.startswith(resume)]
+        if len(matches) == 1:
+            return folder / f"{matches[0]}.jsonl"
+        if not matches and (folder / f"{resume}.jsonl").exists():
+            raise UsageError(
+                f"Session {resume!r} in {folder} was not recorded by Swival for you (it may "
+                "have come with the repository), so it will not be resumed. Sessions you "
+                f"can resume: {', '.join(saved[-5:]) or 'none yet'}.")
     if not saved:
-        raise UsageError(f"No saved session in {folder}: start one first (run swival).")
+        raise UsageError(f"No session recorded in {folder} yet: start one first (run "
+                         f"swival).{others}")
     if resume is None:
-        return saved[-1]
-    matches = [p for p in saved if p.stem == resume] or [p for p in saved
-                                                         if p.stem.startswith(resume)]
-    if len(matches) == 1:
-        return matches[0]
-    recent = ", ".join(p.stem for p in saved[-5:])
+        return folder / f"{saved[-1]}.jsonl"
     what = "is ambiguous" if matches else "was not found"
-    raise UsageError(f"Session {resume!r} {what} in {folder}. Recent sessions: {recent}.")
+    raise UsageError(f"Session {resume!r} {what} in {folder}. Recent sessions: "
+                     f"{', '.join(saved[-5:])}.")
 
 
 def open_session(settings: Settings, *, interactive: bool,
@@ -98,28 +118,11 @@ def open_session(settings: Settings, *, interactive: bool,
                          transcript=transcript)
 
 
-def build_session(settings: Settings, provider: Provider, *, interactive: bool,
-                  transcript: Path | None = None) -> Session:
-    """Build tools, context engine and agent around an already connected provider;
-    with `transcript`, continue that saved session."""
-    root = settings.project_root
-    approvals = Approvals()
-    fetch_policy = FetchPolicy(settings.fetch, yolo=settings.yolo, approvals=approvals)
-    registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled))
-    mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
-    sandbox = sandbox_from_settings(settings, os.environ)
-    tool_ctx = ToolContext(
-        root=root,
-        extra_dirs=_dirs(settings, settings.add_dir),
-        read_only_dirs=_dirs(settings, settings.add_dir_ro),
-        command_timeout=float(settings.command_timeout),
-        fetch_policy=fetch_policy,
-        sandbox=sandbox,
-    )
-    policy = CommandPolicy(mode, workspace=Workspace.of(tool_ctx, os.environ))
-    tool_ctx.approve = policy.approve
-    state_dir = root / ".swival"
-    context = ContextEngine(
+def _context_engine(settings: Settings, provider: Provider, registry: ToolRegistry,
+                    state_dir: Path, redactor: Redactor) -> ContextEngine:
+    """The context engine, recording its transcript (redacted) in the session index."""
+    root, index = settings.project_root, _index()
+    return ContextEngine(
         ContextSettings(
             window=provider.info.window.budget_tokens,
             max_output_tokens=settings.max_output_tokens,
@@ -133,14 +136,42 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
         system_prompt(root), registry.schemas(),
         knowledge=Knowledge(state_dir), state_dir=state_dir,
         summarize=make_summarizer(provider, settings.temperature),
+        extras=Extras(redactor=redactor,
+                      on_transcript=lambda path: index.record(root, path.stem)),
     )
-    secrets = known_secrets(settings, os.environ)
+
+
+def build_session(settings: Settings, provider: Provider, *, interactive: bool,
+                  transcript: Path | None = None) -> Session:
+    """Build tools, context engine and agent around an already connected provider;
+    with `transcript`, continue that saved session."""
+    root = settings.project_root
+    state_dir = prepare_state_dir(root)
+    approvals = Approvals()
+    fetch_policy = FetchPolicy(settings.fetch, yolo=settings.yolo, approvals=approvals)
+    registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled))
+    mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
+    redactor = redactor_for(settings, os.environ)
+    sandbox = sandbox_from_settings(settings, os.environ)
+    tool_ctx = ToolContext(
+        root=root,
+        extra_dirs=_dirs(settings, settings.add_dir),
+        read_only_dirs=_dirs(settings, settings.add_dir_ro),
+        command_timeout=float(settings.command_timeout),
+        fetch_policy=fetch_policy,
+        sandbox=sandbox,
+        redactor=redactor,
+    )
+    policy = CommandPolicy(mode, workspace=Workspace.of(tool_ctx, os.environ))
+    tool_ctx.approve = policy.approve
+    context = _context_engine(settings, provider, registry, state_dir, redactor)
+    resumed = context.load_transcript(transcript) if transcript is not None else 0
+    tool_ctx.session_id = context.session_id  # names the session's spill folder
     agent = Agent(provider, registry, context, tool_ctx,
                   AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature,
-                              secrets=secrets))
-    session = Session(settings, provider, agent, policy, approvals)
-    if transcript is not None:
-        session.resumed = context.load_transcript(transcript)
+                              redactor=redactor))
+    session = Session(settings, provider, agent, policy, approvals, resumed=resumed,
+                      redactor=redactor)
     session.notices.extend(_notices(settings, mode, fetch_policy.mode, sandbox))
     return session
 

@@ -16,6 +16,7 @@ from swival.events import Compacted, Event, TextDelta, ToolFinished, TurnFinishe
 from swival.messages import ToolResult
 from swival.prompts import system_prompt
 from swival.providers.base import ChatRequest
+from swival.redaction import Redactor
 from swival.tools.base import Tool, ToolContext, ToolSpec
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
@@ -24,7 +25,7 @@ from tests.scripted import ScriptedProvider, call, calls, reply
 
 
 def make_agent(root: Path, script: list[Any], *, window: int = 8192, max_turns: int = 20,
-               secrets: tuple[str, ...] = (), extra_tools: tuple[Tool, ...] = ()
+               redactor: Redactor | None = None, extra_tools: tuple[Tool, ...] = ()
                ) -> tuple[Agent, ScriptedProvider]:
     provider = ScriptedProvider(script, window=window)
     registry = ToolRegistry([*default_tools(), *extra_tools])
@@ -34,8 +35,9 @@ def make_agent(root: Path, script: list[Any], *, window: int = 8192, max_turns: 
         registry.schemas(), knowledge=Knowledge(state), state_dir=state,
         summarize=make_summarizer(provider),
     )
-    agent = Agent(provider, registry, engine, ToolContext(root=root),
-                  AgentConfig(max_turns=max_turns, secrets=secrets))
+    redactor = redactor or Redactor()
+    agent = Agent(provider, registry, engine, ToolContext(root=root, redactor=redactor),
+                  AgentConfig(max_turns=max_turns, redactor=redactor))
     return agent, provider
 
 
@@ -150,10 +152,35 @@ def test_api_keys_never_reach_the_model(tmp_path: Path) -> None:
     secret = "sk-test-1234567890abcdef"
     (tmp_path / "env.txt").write_text(f"OPENAI_API_KEY={secret}\n")
     agent, provider = make_agent(tmp_path, [call("read_file", file_path="env.txt"),
-                                            reply("ok")], secrets=(secret,))
-    run(agent, "show env")
+                                            reply("ok")],
+                                 redactor=Redactor.of({"OPENAI_API_KEY": secret}))
+    run(agent, f"show env, my key is {secret}")
     sent = str([m.to_dict() for m in provider.requests[-1].messages])
-    assert secret not in sent and "[redacted]" in sent
+    assert secret not in sent and sent.count("[redacted:OPENAI_API_KEY]") >= 2
+
+
+class Leaky:
+    """A tool that puts a secret in its text and its metadata (a diff, say)."""
+
+    read_only = True
+    spec = ToolSpec("leaky", "Leaks.", {"type": "object", "properties": {}})
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        return ToolResult(f"value {self.secret}", meta={"diff": [f"+{self.secret}"]})
+
+
+def test_every_tool_result_is_redacted_text_and_metadata(tmp_path: Path) -> None:
+    secret = "sk-test-abcdef1234567890"
+    agent, provider = make_agent(tmp_path, [call("leaky"), reply("ok")],
+                                 redactor=Redactor.of({"OPENAI_API_KEY": secret}),
+                                 extra_tools=(Leaky(secret),))
+    finished = [e for e in run(agent, "go") if isinstance(e, ToolFinished)]
+    assert finished[0].result.content == "value [redacted:OPENAI_API_KEY]"
+    assert finished[0].result.meta["diff"] == ["+[redacted:OPENAI_API_KEY]"]
+    assert secret not in str(provider.requests[-1].messages)
 
 
 @pytest.mark.parametrize("window", [4096, 8192])

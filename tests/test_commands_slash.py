@@ -153,14 +153,18 @@ def test_context_shows_every_category_against_the_window_and_thresholds(root: Pa
     assert "level 2" in result.footer and "level 3" in result.footer
 
 
-def test_sessions_lists_saved_transcripts_newest_first(root: Path) -> None:
+def test_sessions_lists_the_sessions_swival_recorded(root: Path) -> None:
     provider = ScriptedProvider([reply("one")])
     session = make_session(root, provider)
     run(session, "my very first request")
+    shipped = root / ".swival" / "sessions" / "20990101-000000-ffff.jsonl"
+    shipped.write_text('{"type": "message", "message": {"role": "user", "content": "x"}}\n')
     result = dispatch("/sessions", session.agent)
+    assert len(result.rows) == 1, "a transcript that came with the repository is not listed"
     first = result.rows[0]
     assert first[0] == f"{session.agent.context.session_id} (this one)"
     assert first[2] == "2" and first[3] == "my very first request"
+    assert "1 other session file(s)" in result.footer and "cannot be resumed" in result.footer
 
 
 def test_help_lists_every_command_and_exit_exits(root: Path) -> None:

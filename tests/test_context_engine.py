@@ -173,7 +173,8 @@ def test_big_result_is_capped_and_spilled(tmp_path: Path) -> None:
     assert COUNTER.text(seen.content) <= int(engine.budget.input_budget * 0.2)
     assert seen.content.startswith("START") and "END 3 failed" in seen.content
     spilled = Path(seen.meta["spill_path"])
-    assert spilled.parent == tmp_path / "out" and spilled.read_text() == body
+    assert spilled.parent == tmp_path / "out" / engine.session_id
+    assert spilled.read_text() == body
     assert engine.history[-1].content == seen.content
 
 

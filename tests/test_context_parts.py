@@ -17,6 +17,7 @@ from swival.context.ledger import Ledger, error_line
 from swival.context.tokens import TokenCounter, litellm_tokenizer_dir, load_encoder
 from swival.context.transcript import Transcript, new_session_id, replay
 from swival.messages import Message, ToolCall, ToolResult
+from swival.state import spill_text
 
 COUNTER = TokenCounter()
 
@@ -69,7 +70,7 @@ def test_calibration_moving_average_and_clamp() -> None:
 
 def _cap(content: str, meta: dict[str, object], tmp_path: Path) -> tuple[str, Path | None]:
     return caps.cap_result(content, meta, 300, COUNTER.text,
-                           lambda text: caps.spill(tmp_path, "r", text))
+                           lambda text: spill_text(text, tmp_path, "r"))
 
 
 def test_small_result_passes_unchanged(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from tests.fakeserver import Reply, error, text, tool
 
 SECRET = "sk-test-9f8e7d6c5b4a39281706"
 SANDBOX_PROBLEM = bwrap_problem()
+MARKER = "[redacted:OPENROUTER_API_KEY]"
 
 
 def transcripts(root: Path) -> list[Path]:
@@ -212,22 +213,55 @@ def test_sigterm_mid_turn_stops_cleanly(fake_server: Any, tmp_path: Path, sandbo
 
 
 def test_no_api_key_leaks_into_any_artefact(fake_server: Any, tmp_path: Path) -> None:
+    """The key is in the environment, on the command line, in a file the model reads,
+    edits and writes back, in a file big enough to be spilled by the context layer, in
+    command output big enough to be spilled by the tool, in a server error and in the
+    model's own answer. It must appear in no file Swival writes (project and user
+    state), no output, no request; the file that held it must still hold it."""
     (tmp_path / ".git").mkdir()
+    env_file = tmp_path / "deploy.env"
+    env_file.write_text(f"OPENROUTER_API_KEY={SECRET}\nregion=eu\n")
+    (tmp_path / "big.txt").write_text("".join(
+        f"line {i}" + (f" token={SECRET}" if i == 2000 else "") + "\n" for i in range(6000)))
     server = fake_server(kind="llamacpp").script(
-        tool("run_command", command="env"),
-        tool("run_command", command="echo key=$OPENROUTER_API_KEY"),
-        error(401, f"bad key {SECRET}"), error(401, f"bad key {SECRET}"))
+        tool("run_command", command="cat deploy.env; env; seq 1 3000"),
+        tool("read_file", file_path="deploy.env"),
+        tool("write_file", file_path="deploy.env",
+             content=f"OPENROUTER_API_KEY={MARKER}\nregion=us\n"),
+        tool("edit_file", file_path="deploy.env", old_string=f"OPENROUTER_API_KEY={MARKER}",
+             new_string=f"# the key\nOPENROUTER_API_KEY={MARKER}"),
+        tool("read_file", file_path="big.txt"),
+        tool("grep", pattern="token="),
+        text(f"Done; the key was {SECRET}."))
+    env = {"OPENROUTER_API_KEY": SECRET}
     # --pass-env lets the key into the commands' environment, so that redaction is what
     # keeps it out of everything written (tests/test_sandbox_e2e.py covers its absence).
-    result = run_swival(server, tmp_path, "--yolo", "--json", "--retries", "0",
-                        "--api-key", SECRET, "--pass-env", "OPENROUTER_API_KEY",
-                        "-p", "print the environment", env={"OPENROUTER_API_KEY": SECRET})
-    artefacts = [result.stdout, result.stderr]
-    artefacts += [p.read_text(errors="replace") for p in (tmp_path / ".swival").rglob("*")
-                  if p.is_file()]
-    artefacts += [json.dumps(r) for r in server.requests]
-    assert all(SECRET not in text_ for text_ in artefacts)
-    assert "[redacted]" in json.dumps(server.requests[-1])
+    first = run_swival(server, tmp_path, "--yolo", "--json", "--api-key", SECRET,
+                       "--pass-env", "OPENROUTER_API_KEY", "-p", "print the environment",
+                       env=env)
+    failing = fake_server(kind="llamacpp").script(error(400, f"unknown field near {SECRET}"))
+    second = run_swival(failing, tmp_path, "--retries", "0", "--api-key", SECRET, "-p",
+                        "again", env=env)
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 1 and MARKER in second.stderr, second.stderr
+    assert env_file.read_text() == f"# the key\nOPENROUTER_API_KEY={SECRET}\nregion=us\n"
+    spilled = [p.name for p in (tmp_path / ".swival" / "out").rglob("*.txt")]
+    assert any(n.startswith("cmd-") for n in spilled), "the tool spilled the command output"
+    assert any(n.startswith("read_file-") for n in spilled), "the context layer spilled"
+
+    state_files = [p for p in (tmp_path / ".swival").rglob("*") if p.is_file()]
+    state_files += [p for p in Path(os.environ["XDG_STATE_HOME"]).rglob("*") if p.is_file()]
+    artefacts = {str(p): p.read_text(errors="replace") for p in state_files}
+    artefacts |= {"stdout 1": first.stdout, "stderr 1": first.stderr,
+                  "stdout 2": second.stdout, "stderr 2": second.stderr}
+    artefacts |= {f"request {n}": json.dumps(r)
+                  for n, r in enumerate([*server.requests, *failing.requests])}
+    assert [name for name, text_ in artefacts.items() if SECRET in text_] == []
+    assert all(MARKER in json.dumps(r) for r in server.requests[1:]), "redacted, not dropped"
+    report = json.loads(first.stdout)
+    assert MARKER in report["answer"]
+    assert MARKER in artefacts[str(tmp_path / ".swival" / "sessions" /
+                                   f"{report['session_id']}.jsonl")]
 
 
 @pytest.mark.parametrize("path", ["../outside.txt", "/etc/hostname", "link/secret.txt",

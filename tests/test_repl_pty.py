@@ -4,6 +4,7 @@ command (its process is gone afterwards), /exit, and resuming the session."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import sys
@@ -149,3 +150,39 @@ def test_continue_resumes_the_last_session(server: object, project: Path) -> Non
     child.expect(pexpect.EOF)
     last = server.requests[-1]
     assert "pineapple" in str(last["messages"])
+
+
+def test_secrets_never_reach_the_screen_or_the_history_file(
+        server: object, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-or-v1-pty0123456789abcdef0123"
+    marker = "[redacted:OPENROUTER_API_KEY]"
+    (project / "deploy.env").write_text(f"OPENROUTER_API_KEY={key}\nregion=eu\n")
+    server.script(
+        fakeserver.Reply(tool_calls=[("read_file", {"file_path": "deploy.env"})]),
+        fakeserver.Reply(tool_calls=[("edit_file", {"file_path": "deploy.env",
+                                                    "old_string": "region=eu",
+                                                    "new_string": "region=us"})]),
+        fakeserver.Reply(tool_calls=[("run_command", {"command": "cat deploy.env"})]),
+        fakeserver.Reply(text="Region changed."),
+        fakeserver.error(400, f"unknown field near {key}"))
+    monkeypatch.setenv("OPENROUTER_API_KEY", key)
+    child = spawn(server, project)
+    screen = io.StringIO()
+    child.logfile_read = screen
+    ask(child, f"move the region to us; the key is {key}")
+    child.expect_exact("Region changed.")
+    child.expect_exact(PROMPT)
+    ask(child, "once more")
+    child.expect_exact("rejected the request")
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    # What Swival printed: everything after the prompt let go of the typed line (the
+    # terminal echoes what the person typed, key included; that is theirs to see).
+    everything = screen.getvalue()
+    shown = everything[everything.index("\x1b[?2004l", everything.index(key)):]
+    assert "+region=us" in shown and marker in shown and "rejected the request" in shown
+    assert key not in shown and key[:12] not in shown
+    assert (project / "deploy.env").read_text() == f"OPENROUTER_API_KEY={key}\nregion=us\n"
+    history = (project / ".swival" / "history").read_text()
+    assert "the key is [redacted:OPENROUTER_API_KEY]" in history and key not in history

@@ -13,25 +13,11 @@ gets a preview shaped by the output's kind plus the path and how to page through
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 HEAD_SHARE_COMMAND = 0.4  # the rest of a command preview goes to its tail
-SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def spill(directory: Path, stem: str, content: str) -> Path:
-    """Write `content` under `directory` with a unique, readable name."""
-    directory.mkdir(parents=True, exist_ok=True)
-    base = SAFE_NAME.sub("_", stem)[:60] or "result"
-    for n in range(1, 10_000):
-        path = directory / f"{base}-{n}.txt"
-        if not path.exists():
-            path.write_text(content, encoding="utf-8")
-            return path
-    raise OSError(f"too many spill files in {directory}")
 
 
 def _cut_lines(text: str, chars: int) -> str:

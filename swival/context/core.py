@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from swival.context import caps
 from swival.context.budget import Budget
 from swival.context.calibration import Calibration
 from swival.context.compaction import ResultInfo
@@ -24,6 +23,8 @@ from swival.context.tokens import TokenCounter
 from swival.context.transcript import Transcript, new_session_id
 from swival.context.types import ContextSettings, EngineState, Extras, Prepared
 from swival.messages import Message
+from swival.redaction import Redactor
+from swival.state import spill_folder, spill_text
 
 RECAP_SHARE = 0.08  # recap size asked of the summarizer, share of the input budget
 RECAP_MAX = 1200
@@ -73,11 +74,17 @@ class EngineCore:
         self._ledger = self._new_ledger()
         self._state = EngineState()
         self._last_sent: tuple[Prepared, int] | None = None
+        self.redactor = extras.redactor or Redactor()
+        self._on_transcript = extras.on_transcript
         self.session_id = extras.session_id or new_session_id()
         self.transcript_path = (
             state_dir / "sessions" / f"{self.session_id}.jsonl" if state_dir else None
         )
-        self._transcript = Transcript(self.transcript_path) if self.transcript_path else None
+        self._transcript = self._open_transcript(self.transcript_path) if (
+            self.transcript_path) else None
+
+    def _open_transcript(self, path: Path, resume: bool = False) -> Transcript:
+        return Transcript(path, self.redactor, resume=resume, on_create=self._on_transcript)
 
     def _new_ledger(self) -> Ledger:
         return Ledger.for_budget(self.budget.input_budget)
@@ -141,12 +148,14 @@ class EngineCore:
             self._transcript.message(message, meta)
 
     def _spill(self, stem: str) -> Callable[[str], Path | None]:
-        """A writer that saves an oversized text under <state_dir>/out/ (None: not saved)."""
+        """A writer that saves an oversized text, redacted, in this session's spill
+        folder under <state_dir>/out/ (None: not saved)."""
         def write(content: str) -> Path | None:
             if self.state_dir is None:
                 return None
             try:
-                return caps.spill(self.state_dir / "out", stem, content)
+                return spill_text(self.redactor.redact(content),
+                                  spill_folder(self.state_dir, self.session_id), stem)
             except OSError:
                 return None
 

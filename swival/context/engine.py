@@ -37,7 +37,7 @@ from swival.context.protocols import KnowledgeLike
 from swival.context.restore import SnapshotOps
 from swival.context.resume import rebuild
 from swival.context.summarize import Summarizer
-from swival.context.transcript import Transcript, replay
+from swival.context.transcript import replay
 from swival.context.types import (
     ContextSettings,
     EngineState,
@@ -293,5 +293,5 @@ class ContextEngine(SnapshotOps, Compacting):
         self.transcript_path = path
         if self._transcript:
             self._transcript.close()
-        self._transcript = Transcript(path)
+        self._transcript = self._open_transcript(path, resume=True)
         return len(self._history)

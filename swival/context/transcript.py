@@ -10,20 +10,26 @@ when compaction rewrites the history the model sees. Records, one JSON object a 
     {"type": "clear"}
 
 Resuming takes the last "history" (or "clear") record and applies the messages after it.
+
+Every string in a record passes through the session's Redactor before it is written, so
+no secret reaches the file. A new transcript is created with mode 0600 and never
+through an existing file or symlink; `on_create` hears of it (the session index).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from swival.events import Compacted
 from swival.messages import Message, clean_text
+from swival.redaction import Redactor
 
 
 def new_session_id(now: float | None = None) -> str:
@@ -44,19 +50,35 @@ class Replayed:
 
 
 class Transcript:
-    """Append-only JSONL writer. Open lazily so a session that never speaks leaves no file."""
+    """Append-only JSONL writer. Open lazily so a session that never speaks leaves no
+    file. With `resume`, appends to the existing file; otherwise creates a new one."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, redactor: Redactor | None = None, *, resume: bool = False,
+                 on_create: Callable[[Path], None] | None = None) -> None:
         self.path = path
+        self.redactor = redactor or Redactor()
+        self._resume = resume
+        self._on_create = on_create
         self._file: IO[str] | None = None
+
+    def _open(self) -> IO[str]:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW
+        if not self._resume:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            flags |= os.O_CREAT | os.O_EXCL
+        handle = os.fdopen(os.open(self.path, flags, 0o600), "a", encoding="utf-8")
+        if not self._resume and self._on_create is not None:
+            self._on_create(self.path)
+        self._resume = True
+        return handle
 
     def _write(self, record: Mapping[str, Any]) -> None:
         if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
+            self._file = self._open()
         # Tool metadata may carry text from the disk (file names that are not UTF-8); a log
         # line must never fail to encode, so such characters are replaced.
-        line = clean_text(json.dumps(record, ensure_ascii=False, default=str))
+        line = clean_text(json.dumps(self.redactor.scrub(record), ensure_ascii=False,
+                                     default=str))
         self._file.write(line + "\n")
         self._file.flush()
 
@@ -119,8 +141,3 @@ def replay(path: Path) -> Replayed:
             out.history, out.recap, out.rewritten = [], None, False
     return out
 
-
-def latest_session(sessions_dir: Path) -> Path | None:
-    """The newest transcript (ids sort by time), or None."""
-    files = sorted(sessions_dir.glob("*.jsonl")) if sessions_dir.is_dir() else []
-    return files[-1] if files else None

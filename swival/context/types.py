@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from swival.context import compaction
@@ -11,6 +13,7 @@ from swival.context.protocols import Collapse, ScopeLike
 from swival.context.tokens import TokenCounter
 from swival.events import Compacted
 from swival.messages import Message, ToolCall, ToolResult
+from swival.redaction import Redactor
 
 _KIND_BY_TOOL = {"read_file": "file", "grep": "matches", "run_command": "command",
                  "list_files": "listing"}
@@ -41,12 +44,16 @@ class Prepared:
 @dataclass(frozen=True)
 class Extras:
     """Optional collaborators: a shared counter (tiktoken loads once), the snapshot
-    scope and collapse function (default: swival.context.snapshot), a session id."""
+    scope and collapse function (default: swival.context.snapshot), a session id, the
+    redactor for everything written under the state dir (transcript, spill files), and
+    who to tell when a new transcript file is created (the session index)."""
 
     counter: TokenCounter | None = None
     scope: ScopeLike | None = None
     collapse: Collapse | None = None
     session_id: str | None = None
+    redactor: Redactor | None = None
+    on_transcript: Callable[[Path], None] | None = None
 
 
 @dataclass

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from swival.messages import ToolResult
+from swival.redaction import Redactor
+from swival.state import STATE_DIR, spill_folder
 from swival.tools.fetch_policy import FetchPolicy, Network
 from swival.tools.sandbox import Mounts, Sandbox
 
@@ -47,7 +49,9 @@ class ToolContext:
     (mtime_ns, size) seen when the model last read them, for safe writes. `fetch_policy`
     decides what fetch_url may reach (by default: nothing without asking, and nobody to
     ask); `network` None means the real resolver and sockets. `sandbox` confines commands
-    (default: not sandboxed, secrets still kept out of their environment)."""
+    (default: not sandboxed, secrets still kept out of their environment). `redactor`
+    hides the session's secrets in what tools write and show, and puts them back when the
+    model writes a file that held them. `session_id` names the spill folder."""
 
     root: Path
     extra_dirs: tuple[Path, ...] = ()
@@ -58,11 +62,13 @@ class ToolContext:
     fetch_policy: FetchPolicy = field(default_factory=FetchPolicy)
     network: Network | None = None
     sandbox: Sandbox = field(default_factory=Sandbox)
+    redactor: Redactor = field(default_factory=Redactor)
+    session_id: str = "session"
 
     @property
     def spill_dir(self) -> Path:
         """Where oversized outputs are written for the model to page through."""
-        return self.root / ".swival" / "out"
+        return spill_folder(self.root / STATE_DIR, self.session_id)
 
     @property
     def mounts(self) -> Mounts:

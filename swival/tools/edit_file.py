@@ -18,6 +18,7 @@ from swival.tools.files import (
     plural,
     read_text,
     remember,
+    write_back,
     write_failure,
 )
 from swival.tools.workspace import display, resolve_write
@@ -63,8 +64,11 @@ class EditFile:
                             "a neighbouring line to insert next to it).")
         check_fresh(ctx, path)
         original = read_text(ctx, path)
-        crlf = "\r\n" in original and original.count("\r\n") == original.count("\n")
-        text = original.replace("\r\n", "\n") if crlf else original
+        # Matched against the file as the model saw it: secrets as markers, so no edit
+        # can reach inside a secret's value; write_back puts the values back.
+        view = ctx.redactor.redact(original)
+        crlf = "\r\n" in view and view.count("\r\n") == view.count("\n")
+        text = view.replace("\r\n", "\n") if crlf else view
         old = old_string.replace("\r\n", "\n") if crlf else old_string
         new = new_string.replace("\r\n", "\n") if crlf else new_string
         count = text.count(old)
@@ -74,7 +78,8 @@ class EditFile:
             raise ToolError(_found_many(text, old, count, name))
         first_line = text.count("\n", 0, text.index(old)) + 1
         updated = text.replace(old, new)
-        result = updated.replace("\n", "\r\n") if crlf else updated
+        updated = updated.replace("\n", "\r\n") if crlf else updated
+        result, note = write_back(ctx, path, original, updated)
         try:
             atomic_write(path, result)
         except OSError as exc:
@@ -86,10 +91,11 @@ class EditFile:
             "kind": "edit",
             "path": name,
             "changed": [[name, "modified"]],
-            "diff": capped_diff(original, result, name),
+            "diff": capped_diff(view, ctx.redactor.redact(result), name),
             "lines": lines,
         }
-        return ToolResult(f"Edited {name} ({where}; now {plural(lines, 'line')}).", meta=meta)
+        return ToolResult(f"Edited {name} ({where}; now {plural(lines, 'line')}).{note}",
+                          meta=meta)
 
 
 def _line_numbers(text: str, needle: str, limit: int) -> list[int]:

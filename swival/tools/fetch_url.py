@@ -11,7 +11,6 @@ window-scaled cap like for every tool result.
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from swival.messages import ToolResult
+from swival.state import spill_text
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.fetch_policy import normalize_host
-from swival.tools.output import spill
 from swival.tools.workspace import display
 
 if TYPE_CHECKING:
@@ -230,15 +229,15 @@ def _binary(fetched: Fetched, what: str, meta: dict[str, Any]) -> ToolResult:
 
 def _shaped(text: str, max_chars: int, ctx: ToolContext, meta: dict[str, Any]) -> ToolResult:
     """The text whole, or its first `max_chars` characters (whole lines) with the rest
-    saved to a file the model can page through."""
+    saved to a file the model can page through. Secrets are hidden before either."""
+    text = ctx.redactor.redact(text)
     if len(text) <= max_chars:
         return ToolResult(text, meta=meta)
     cut = text.rfind("\n", 0, max_chars)
     shown = text[: cut + 1] if cut > max_chars // 2 else text[:max_chars]
     next_line = shown.count("\n") + 1
     try:
-        saved = display(ctx, spill(io.BytesIO(text.encode("utf-8")), ctx.spill_dir,
-                                   "fetch").resolve())
+        saved = display(ctx, spill_text(text, ctx.spill_dir, "fetch").resolve())
     except OSError as exc:
         note = f"the rest could not be saved ({exc.strerror or exc})"
     else:

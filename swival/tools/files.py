@@ -6,6 +6,9 @@
   the umask, as any editor would create them.
 - Stale-read guard: an existing file may only be replaced when the model read it in
   this session and it has not changed on disk since (same mtime_ns and size).
+- Secrets survive: the model only ever saw a secret's marker (`[redacted:NAME]`), so
+  where the new text keeps the marker of a secret the file held, `write_back` puts the
+  value back; what it cannot map back without guessing is refused, file unchanged.
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from pathlib import Path
 
+from swival.redaction import MARKER_START, marker
 from swival.tools.base import ToolContext, ToolError
 from swival.tools.output import looks_binary
 from swival.tools.regular import NotRegularFile, not_regular_message, open_regular, special_kind
@@ -26,6 +31,7 @@ from swival.tools.workspace import display
 
 DIFF_CAP = 4096
 DIFF_MAX_LINES = 2000  # changed lines difflib may compare (see capped_diff)
+MARKER_TEXT = re.compile(re.escape(MARKER_START) + r"[^\]\s]{0,80}\]?")
 
 
 def fingerprint(path: Path) -> tuple[int, int]:
@@ -192,3 +198,49 @@ def write_failure(ctx: ToolContext, path: Path, exc: OSError) -> ToolError:
     return ToolError(
         f"could not write {display(ctx, path)}: {reason}. The file was left unchanged."
     )
+
+
+def write_back(ctx: ToolContext, path: Path, original: str | None, view: str,
+               ) -> tuple[str, str]:
+    """The text to write when `view` (the new content as the model sees it, secrets as
+    markers) replaces `original` (None: a new file), and a note for the model.
+
+    The markers of the secrets `original` held get their values back. A secret's value
+    goes only into a file that held it (else writing a marker would copy the key
+    wherever the model likes); other markers stay plain text. Raises ToolError, file
+    unchanged, when this cannot be done without guessing: the file also holds a held
+    secret's marker as plain text, or the new content holds a marker (or a damaged
+    one) that stands for no secret the file held."""
+    redactor, name = ctx.redactor, display(ctx, path)
+    held: set[str] = set()
+    if original is not None:
+        redactor.redact(original, held)
+    if not held:
+        loose = redactor.literal_markers(view, redactor.names)
+        note = (f" {_listed(loose)} written as plain text: Swival writes a secret's value "
+                "only into a file that held it." if loose else "")
+        return view, note
+    assert original is not None
+    clash = redactor.literal_markers(original, held)
+    if clash:
+        raise ToolError(
+            f"{name} holds the secret {_listed(clash)} and also that marker as plain text, "
+            "so the two cannot be told apart when writing it back. The file was left "
+            "unchanged; ask the user to make this change.")
+    text = redactor.restore(view, held)
+    stray = [m for m in MARKER_TEXT.findall(text) if m not in original]
+    if stray:
+        raise ToolError(
+            f"the new content of {name} holds {stray[0]!r}, which stands for no secret this "
+            f"file held ({_listed(held)}). Copy each marker exactly as read_file showed it; "
+            "a secret's value can only be written back into the file that held it. The "
+            "file was left unchanged.")
+    kept = {n for n in held if marker(n) in view}
+    gone = {n for n in held - kept if dict(redactor.secrets)[n] not in text}
+    notes = [f" Secret values written back: {_listed(kept)}." if kept else "",
+             f" {name} no longer holds {_listed(gone)}." if gone else ""]
+    return text, "".join(notes)
+
+
+def _listed(names: set[str]) -> str:
+    return ", ".join(marker(n) for n in sorted(names))

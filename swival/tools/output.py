@@ -1,21 +1,15 @@
 """Shaping raw output for the model: binary sniffing, line cutting, and head+tail
 previews of outputs too large to send whole (the full text is spilled to a file the
-model can page through with read_file)."""
+model can page through with read_file: see swival/state.py)."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO
 
 SNIFF_BYTES = 8192
-# Spill files of one kind kept in the spill directory; older ones are removed.
-SPILLS_KEPT = 50
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
@@ -82,32 +76,3 @@ def make_preview(f: BinaryIO, head_bytes: int, tail_bytes: int) -> Preview:
         total_lines=total_lines,
         total_bytes=total_bytes,
     )
-
-
-def spill(f: BinaryIO, spill_dir: Path, stem: str) -> Path:
-    """Copy an open binary file into `spill_dir` (created on demand) under a fresh name
-    and return its path. Raises OSError (e.g. disk full); a partial copy is removed."""
-    spill_dir.mkdir(parents=True, exist_ok=True)
-    # The name sorts in creation order (nanoseconds included), which pruning relies on.
-    now = time.time_ns()
-    seconds, nanos = divmod(now, 10**9)
-    prefix = f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(seconds))}-{nanos:09d}-"
-    with tempfile.NamedTemporaryFile(
-        dir=spill_dir, prefix=prefix, suffix=".txt", delete=False
-    ) as out:
-        target = Path(out.name)
-        try:
-            f.seek(0)
-            shutil.copyfileobj(f, out, 1 << 20)
-        except OSError:
-            target.unlink(missing_ok=True)
-            raise
-    _prune(spill_dir, f"{stem}-", SPILLS_KEPT)
-    return target
-
-
-def _prune(spill_dir: Path, prefix: str, keep: int) -> None:
-    """Remove all but the newest `keep` spill files that start with `prefix`."""
-    files = sorted(spill_dir.glob(f"{prefix}*.txt"))
-    for old in files[:-keep]:
-        old.unlink(missing_ok=True)

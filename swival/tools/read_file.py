@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from swival.messages import ToolResult
+from swival.redaction import Redactor, marker
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.deadline import Deadline
 from swival.tools.files import remember
@@ -75,6 +76,7 @@ class Page:
     total: int = 0
     by_size: bool = False
     counted: bool = True
+    secrets: set[str] = field(default_factory=set)  # names of the secrets hidden
 
 
 class ReadFile:
@@ -122,7 +124,7 @@ class ReadFile:
                     raise ToolError(_binary_message(name))
                 f.seek(0)
                 deadline = Deadline(self.seconds)
-                _collect(f, page, limit, deadline)
+                _collect(f, page, limit, deadline, ctx.redactor)
                 page.counted = not deadline.expired
         except NotRegularFile as exc:
             raise ToolError(not_regular_message(name, exc.kind, "read_file")) from None
@@ -134,7 +136,15 @@ class ReadFile:
         remember(ctx, path)
         meta = {"kind": "file", "path": name, "lines": page.total, "offset": offset,
                 "shown": len(page.shown)}
-        return ToolResult(_render(page), meta=meta)
+        return ToolResult(_render(page) + _secrets_note(page.secrets), meta=meta)
+
+
+def _secrets_note(found: set[str]) -> str:
+    if not found:
+        return ""
+    markers = ", ".join(marker(name) for name in sorted(found))
+    return (f"\n[Secret values in this file are shown as {markers}. Keep such a marker "
+            "unchanged in write_file or edit_file and the real value is written back.]")
 
 
 def _binary_message(name: str) -> str:
@@ -142,9 +152,11 @@ def _binary_message(name: str) -> str:
             "Use run_command with a suitable tool (e.g. `file`, `xxd | head`) to inspect it.")
 
 
-def _collect(f: BinaryIO, page: Page, limit: int | None, deadline: Deadline) -> None:
+def _collect(f: BinaryIO, page: Page, limit: int | None, deadline: Deadline,
+             redactor: Redactor) -> None:
     """Fill `page` with the lines to show and the line count; raises UnicodeDecodeError
-    for a line that is not UTF-8. Counting stops when `deadline` passes."""
+    for a line that is not UTF-8. Counting stops when `deadline` passes. Secrets are
+    hidden before a long line is cut, so a cut never shows half of one."""
     size, full = 0, False
     for raw, length in iter_lines(f, KEEP_LINE_BYTES, deadline):
         page.total += 1
@@ -154,6 +166,7 @@ def _collect(f: BinaryIO, page: Page, limit: int | None, deadline: Deadline) -> 
         text = decode_line(raw, truncated)
         if text is None:
             raise UnicodeDecodeError("utf-8", raw, 0, len(raw), "not UTF-8 text")
+        text = redactor.redact(text, page.secrets)
         text = cut_line(text, MAX_LINE_CHARS, length if truncated else None)
         cost = len(text.encode("utf-8")) + len(str(page.total)) + 2
         if page.shown and size + cost > MAX_BYTES:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
@@ -9,8 +10,9 @@ from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 from swival.messages import ToolResult
+from swival.state import spill_stream
 from swival.tools.base import ToolContext, ToolError, ToolSpec
-from swival.tools.output import make_preview, spill, strip_ansi
+from swival.tools.output import make_preview, strip_ansi
 from swival.tools.process import Outcome, run_in_group, shell
 from swival.tools.workspace import display
 
@@ -96,28 +98,47 @@ def _clean(text: str) -> str:
     return text
 
 
-def _shape_output(ctx: ToolContext, out: BinaryIO) -> tuple[str, str | None]:
-    """The text the model sees (inline, or a head+tail preview) and the spill file path."""
-    size = out.seek(0, 2)
+def _newline(text: str) -> str:
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+def _shape_output(ctx: ToolContext, raw: BinaryIO) -> tuple[str, str | None]:
+    """The text the model sees (inline, or a head+tail preview) and the spill file path.
+    Secrets are redacted from the whole output before any of it is cut, so no cut can
+    show half a secret."""
+    size = raw.seek(0, 2)
     if size <= INLINE_BYTES:
-        out.seek(0)
-        text = _clean(out.read().decode("utf-8", errors="replace"))
-        return (text if text.endswith("\n") or not text else text + "\n"), None
-    preview = make_preview(out, HEAD_BYTES, TAIL_BYTES)
+        raw.seek(0)
+        text = _clean(raw.read().decode("utf-8", errors="replace"))
+        return _newline(ctx.redactor.redact(text)), None
+    with tempfile.TemporaryFile() as scratch:
+        source, spill_path, failure = _save(ctx, raw, scratch)
+        with source:
+            preview = make_preview(source, HEAD_BYTES, TAIL_BYTES)
     first_hidden, last_hidden = preview.head_lines + 1, preview.tail_from - 1
     gap = f"lines {first_hidden}-{last_hidden} of {preview.total_lines} not shown"
-    try:
-        path = display(ctx, spill(out, ctx.spill_dir, "cmd").resolve())
-    except OSError as exc:
-        note = (f"[… {gap}; the full output ({preview.total_bytes} bytes) could not be saved: "
-                f"{exc.strerror or exc}]")
-        spill_path = None
+    if spill_path is None:
+        note = (f"[… {gap}; the full output ({size} bytes) could not be saved: {failure}]")
     else:
-        note = (f"[… {gap}. Full output ({preview.total_bytes} bytes) saved to {path}; read "
-                f"it with read_file file_path=\"{path}\" offset={first_hidden} "
+        note = (f"[… {gap}. Full output ({preview.total_bytes} bytes) saved to {spill_path}; "
+                f"read it with read_file file_path=\"{spill_path}\" offset={first_hidden} "
                 f"limit={PAGE_LINES}]")
-        spill_path = path
-    head, tail = _clean(preview.head), _clean(preview.tail)
-    head = head if head.endswith("\n") or not head else head + "\n"
+    head, tail = _newline(_clean(preview.head)), _clean(preview.tail)
     tail = tail if tail.endswith("\n") else tail + "\n"
     return f"{head}{note}\n{tail}", spill_path
+
+
+def _save(ctx: ToolContext, raw: BinaryIO, scratch: BinaryIO,
+          ) -> tuple[BinaryIO, str | None, str | None]:
+    """Copy the output, redacted, to a spill file; when that fails, to `scratch`.
+    Returns the redacted copy (open, for the preview), the spill file's path as the
+    model should give it, and why saving failed."""
+    try:
+        path = spill_stream(raw, ctx.spill_dir, "cmd", ctx.redactor)
+        return path.open("rb"), display(ctx, path.resolve()), None
+    except OSError as exc:
+        failure = exc.strerror or str(exc)
+    raw.seek(0)
+    with contextlib.suppress(OSError):  # a full disk: preview what was copied (redacted)
+        ctx.redactor.copy(raw, scratch)
+    return scratch, None, failure

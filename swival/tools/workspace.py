@@ -4,7 +4,8 @@ A path is resolved first (relative to the project root, `..` collapsed, every sy
 followed) and only then compared with the allowed roots, so no spelling of a path and
 no symlink can lead a tool outside them. Read/write roots are the project root and
 `ctx.extra_dirs`; `ctx.read_only_dirs` may only be read. Nothing inside a `.git`
-directory may be written.
+directory may be written, nor anything inside `.swival` (the harness's own state:
+transcripts, the session's saved outputs, which the model may read but not forge).
 
 The check happens just before the file is opened; a symlink swapped in between the
 check and the open by another process is outside what this guards against.
@@ -16,6 +17,7 @@ import contextlib
 import os
 from pathlib import Path
 
+from swival.state import STATE_DIR
 from swival.tools.base import ToolContext, ToolError
 
 FORBIDDEN_WRITE_PARTS = frozenset({".git"})
@@ -97,10 +99,17 @@ def resolve_write(ctx: ToolContext, raw: str) -> Path:
             f"{raw} resolves to {resolved}, which is {where}; it cannot be written. "
             f"Allowed: {describe_roots(ctx)}."
         )
-    if FORBIDDEN_WRITE_PARTS.intersection(resolved.relative_to(root).parts):
+    parts = resolved.relative_to(root).parts
+    if ".git" in parts:
         raise ToolError(
             f"{raw} is inside a .git directory; writing there is refused. "
             "Use run_command with git to change the repository."
+        )
+    if STATE_DIR in parts:
+        raise ToolError(
+            f"{raw} is inside {STATE_DIR}/, which holds Swival's own state (transcripts, "
+            "saved outputs); tools may read it but never write there. Write your file "
+            "somewhere else in the project."
         )
     return resolved
 

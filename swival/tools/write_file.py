@@ -16,6 +16,7 @@ from swival.tools.files import (
     plural,
     read_text,
     remember,
+    write_back,
     write_failure,
 )
 from swival.tools.workspace import display, resolve_write
@@ -46,23 +47,25 @@ class WriteFile:
         if path.is_dir():
             raise ToolError(f"{name} is a directory; give a file path.")
         check_regular(ctx, path, "write_file")
-        old = ""
+        old: str | None = None
         if path.exists():
             check_fresh(ctx, path)
             old = read_text(ctx, path)
+        text, note = write_back(ctx, path, old, content)
         try:
-            created = atomic_write(path, content)
+            created = atomic_write(path, text)
         except OSError as exc:
             raise write_failure(ctx, path, exc) from exc
         remember(ctx, path)
-        lines = count_text_lines(content)
+        lines = count_text_lines(text)
         status = "created" if created else "modified"
         verb = "Created" if created else "Wrote"
+        redact = ctx.redactor.redact
         meta = {
             "kind": "write",
             "path": name,
             "changed": [[name, status]],
-            "diff": capped_diff(old, content, name),
+            "diff": capped_diff(redact(old or ""), redact(text), name),
             "lines": lines,
         }
-        return ToolResult(f"{verb} {name} ({plural(lines, 'line')}).", meta=meta)
+        return ToolResult(f"{verb} {name} ({plural(lines, 'line')}).{note}", meta=meta)

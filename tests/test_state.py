@@ -1,0 +1,215 @@
+"""The harness's own state: `.swival/` checks, spill files and their pruning, the
+session index, and transcripts that are never written through a planted file."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_context_doubles import COUNTER, SCHEMAS, FakeKnowledge
+
+from swival.config import Settings, user_state_dir
+from swival.context.engine import ContextEngine, ContextSettings, Extras
+from swival.context.transcript import Transcript
+from swival.errors import UsageError
+from swival.messages import Message, ToolCall, ToolResult
+from swival.redaction import Redactor
+from swival.session import find_transcript
+from swival.state import (
+    SPILLS_KEPT,
+    SessionIndex,
+    prepare_state_dir,
+    prune_spills,
+    spill_folder,
+    spill_stream,
+    spill_text,
+)
+from swival.tools.base import ToolContext
+from swival.tools.core import core_tools
+from swival.tools.registry import ToolRegistry
+
+KEY = "sk-state-0123456789abcdef"
+REDACTOR = Redactor.of({"OPENAI_API_KEY": KEY})
+
+
+def call(ctx: ToolContext, name: str, **args: Any) -> ToolResult:
+    return ToolRegistry(core_tools()).run(ToolCall("c1", name, args), ctx)
+
+
+# --- .swival itself -------------------------------------------------------------------
+
+def test_state_dir_is_private_and_ignored_by_git(tmp_path: Path) -> None:
+    state = prepare_state_dir(tmp_path)
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert (state / ".gitignore").read_text() == "*\n"
+    (state / ".gitignore").write_text("!*\n")  # a repository's own idea
+    os.chmod(state, 0o755)
+    prepare_state_dir(tmp_path)
+    assert (state / ".gitignore").read_text() == "*\n"
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("planted", [".swival", ".swival/sessions", ".swival/out",
+                                     ".swival/history"])
+def test_a_planted_symlink_stops_swival_before_it_writes(tmp_path: Path, planted: str) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    project = tmp_path / "project"
+    (project / planted).parent.mkdir(parents=True, exist_ok=True)
+    (project / planted).symlink_to(elsewhere)
+    with pytest.raises(UsageError) as caught:
+        prepare_state_dir(project)
+    assert "is a symlink" in str(caught.value) and f"rm {project / planted}" in str(caught.value)
+    assert caught.value.exit_code == 2
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_file_named_swival_stops_swival(tmp_path: Path) -> None:
+    (tmp_path / ".swival").write_text("not a directory")
+    with pytest.raises(UsageError, match="is a file"):
+        prepare_state_dir(tmp_path)
+    assert (tmp_path / ".swival").read_text() == "not a directory"
+
+
+# --- the model's tools and .swival --------------------------------------------------------
+
+@pytest.mark.parametrize("path", [".swival/sessions/20990101-000000-abcd.jsonl",
+                                  ".swival/out/session/cmd-1.txt", ".swival/.gitignore",
+                                  "door/x.txt"])
+def test_tools_never_write_under_swival(tmp_path: Path, path: str) -> None:
+    prepare_state_dir(tmp_path)
+    (tmp_path / "door").symlink_to(tmp_path / ".swival")
+    ctx = ToolContext(root=tmp_path)
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / ".swival").rglob("*"))
+    result = call(ctx, "write_file", file_path=path, content="{}")
+    assert result.is_error and "Swival's own state" in result.content
+    assert call(ctx, "edit_file", file_path=path, old_string="*", new_string="!").is_error
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / ".swival").rglob("*")) == before
+
+
+def test_tools_may_read_spill_files(tmp_path: Path) -> None:
+    ctx = ToolContext(root=tmp_path, session_id="s1")
+    spilled = spill_text("line one\nline two\n", ctx.spill_dir, "cmd")
+    result = call(ctx, "read_file", file_path=str(spilled.relative_to(tmp_path)), offset=2)
+    assert not result.is_error and result.content == "2\tline two"
+
+
+# --- spill files --------------------------------------------------------------------------
+
+def test_pruning_never_touches_the_current_session(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    old = [spill_text(f"old {n}", out / "old-session", "cmd") for n in range(SPILLS_KEPT + 5)]
+    mine = [spill_text(f"mine {n}", out / "mine", "cmd") for n in range(SPILLS_KEPT + 20)]
+    assert all(p.exists() for p in mine), "a file the session may still point to"
+    left = sorted((out / "old-session").iterdir())
+    assert len(left) == SPILLS_KEPT and old[0] not in left and old[-1] in left
+    newest = spill_text("newer", out / "newest", "cmd")  # now "mine" is an earlier session
+    assert not (out / "old-session").exists(), "emptied folders go too"
+    assert [p for p in mine if p.exists()] == mine[-SPILLS_KEPT:] and newest.exists()
+
+
+def test_pruning_removes_a_planted_link_but_not_what_it_points_to(tmp_path: Path) -> None:
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("mine")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "shipped").symlink_to(precious)
+    spill_text("x", out / "s1", "cmd")
+    prune_spills(out / "s1", keep=0)
+    assert not (out / "shipped").is_symlink() and (precious / "keep.txt").read_text() == "mine"
+
+
+def test_a_spill_never_writes_through_a_planted_file(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    folder = tmp_path / "out" / "s1"
+    folder.mkdir(parents=True)
+    (folder / "cmd-2.txt").symlink_to(outside)  # dangling: open() would create it
+    path = spill_stream(io.BytesIO(f"key {KEY}\n".encode()), folder, "cmd", REDACTOR)
+    assert path.name == "cmd-3.txt" and not outside.exists()
+    assert path.read_text() == "key [redacted:OPENAI_API_KEY]\n"
+
+
+def test_the_context_layer_spills_and_records_redacted(tmp_path: Path) -> None:
+    engine = ContextEngine(
+        ContextSettings(window=4096), "system", SCHEMAS, knowledge=FakeKnowledge(),
+        state_dir=tmp_path, extras=Extras(counter=COUNTER, redactor=REDACTOR))
+    engine.add_user("run it")
+    call_ = ToolCall(id="c1", name="run_command", arguments={"command": "env"})
+    engine.add_assistant(Message(role="assistant", content=f"say {KEY}", tool_calls=(call_,)))
+    body = "\n".join(f"VAR{n}={KEY}" for n in range(3000))
+    seen = engine.add_tool_result(call_, ToolResult(body, meta={"kind": "command"}),
+                                  read_only=True)
+    spilled = Path(seen.meta["spill_path"])
+    assert spilled.parent == spill_folder(tmp_path, engine.session_id)
+    assert KEY not in spilled.read_text() and "VAR2999=[redacted:OPENAI_API_KEY]" in (
+        spilled.read_text())
+    assert engine.transcript_path is not None
+    assert KEY not in engine.transcript_path.read_text()
+
+
+# --- transcripts and the session index ------------------------------------------------------
+
+def test_a_transcript_is_never_created_through_an_existing_file(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.txt"
+    path = tmp_path / "sessions" / "s1.jsonl"
+    path.parent.mkdir()
+    path.symlink_to(target)
+    created: list[Path] = []
+    for resume in (False, True):
+        with pytest.raises(OSError):
+            Transcript(path, REDACTOR, resume=resume, on_create=created.append).clear()
+    target.write_text("")
+    with pytest.raises(OSError):
+        Transcript(path, REDACTOR, resume=True).clear()
+    assert target.read_text() == "" and created == []
+    fresh = Transcript(tmp_path / "sessions" / "s2.jsonl", REDACTOR, on_create=created.append)
+    fresh.message(Message("user", f"my key is {KEY}"))
+    fresh.clear()
+    assert created == [tmp_path / "sessions" / "s2.jsonl"]
+    assert stat.S_IMODE(created[0].stat().st_mode) == 0o600
+    assert KEY not in created[0].read_text()
+
+
+def test_the_index_keeps_projects_apart(tmp_path: Path) -> None:
+    index = SessionIndex(tmp_path / "state")
+    index.record(tmp_path / "a", "s1")
+    index.record(tmp_path / "b", "s2")
+    index.record(tmp_path / "a", "s3")
+    index.record(tmp_path / "a", "s1")
+    assert index.recorded(tmp_path / "a") == ["s1", "s3"]
+    assert index.recorded(tmp_path / "b") == ["s2"]
+    assert index.recorded(tmp_path / "c") == []
+
+
+def _session(root: Path, session_id: str) -> None:
+    folder = root / ".swival" / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{session_id}.jsonl").write_text(
+        json.dumps({"type": "message", "message": {"role": "user", "content": "hi"}}) + "\n")
+
+
+def test_only_recorded_sessions_are_resumed(tmp_path: Path) -> None:
+    settings = Settings(project_root=tmp_path)
+    _session(tmp_path, "20250101-000000-aaaa")  # recorded by this user's Swival
+    SessionIndex(user_state_dir(os.environ)).record(tmp_path, "20250101-000000-aaaa")
+    _session(tmp_path, "20990101-000000-ffff")  # newer, but came with the repository
+    latest = find_transcript(settings, None, latest=True)
+    assert latest is not None and latest.stem == "20250101-000000-aaaa"
+    with pytest.raises(UsageError) as caught:
+        find_transcript(settings, "20990101-000000-ffff", latest=False)
+    assert "was not recorded by Swival for you" in str(caught.value)
+    assert "20250101-000000-aaaa" in str(caught.value)
+
+
+def test_a_project_with_only_foreign_sessions_says_so(tmp_path: Path) -> None:
+    _session(tmp_path, "20990101-000000-ffff")
+    with pytest.raises(UsageError) as caught:
+        find_transcript(Settings(project_root=tmp_path), None, latest=True)
+    assert "No session recorded" in str(caught.value)
+    assert "1 session file(s) there were not recorded" in str(caught.value)
