@@ -208,7 +208,9 @@ def test_any_tool_call_becomes_a_result(workspace: Path, call: ToolCall) -> None
     assert "failed unexpectedly" not in result.content, result.content
     assert_sendable(Message("assistant", "", tool_calls=(call,)))
     assert_sendable(Message("tool", result.content, tool_call_id=call.id, name=call.name))
-    transcript = Transcript(workspace.parent / "property.jsonl")
+    log = workspace.parent / "property.jsonl"
+    log.unlink(missing_ok=True)  # a new transcript is never created over an existing file
+    transcript = Transcript(log)
     transcript.message(Message("assistant", "", tool_calls=(call,)))
     transcript.message(Message("tool", result.content, tool_call_id=call.id), result.meta)
     transcript.close()
