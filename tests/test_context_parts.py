@@ -98,6 +98,14 @@ def test_matches_preview_keeps_leading_matches(tmp_path: Path) -> None:
     assert text.startswith("src/m0.py:0: needle") and "src/m899.py" not in text
 
 
+def test_a_long_spill_path_costs_the_preview_little(tmp_path: Path) -> None:
+    long_path = tmp_path / ("deep/" * 12) / "read_file-1.txt"
+    for limit in (300, 600, 1200):
+        text, _ = caps.cap_result(code_text(400), {"kind": "file", "path": "big.py"}, limit,
+                                  COUNTER.text, lambda t: long_path)
+        assert 0.93 * limit <= COUNTER.text(text) <= limit, (limit, COUNTER.text(text))
+
+
 def test_spill_without_state_dir_says_not_saved() -> None:
     text, path = caps.cap_result(code_text(400), {}, 200, COUNTER.text, lambda t: None)
     assert path is None and "not saved" in text

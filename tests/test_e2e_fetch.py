@@ -144,7 +144,8 @@ def test_a_page_larger_than_the_window_share_is_cut_by_the_engine(tmp_path: Path
     assert session.agent.context.counter.text(seen) <= share
     assert "[output cut to fit the context window" in seen
     saved = seen.split("file_path=")[1].split()[0].strip('"')
-    assert saved.startswith(".swival/out/fetch-") and (tmp_path / saved).is_file()
+    folder = f".swival/out/{session.agent.context.session_id}/fetch-"
+    assert saved.startswith(folder) and (tmp_path / saved).is_file()
 
 
 def test_a_cloned_projects_fetch_key_applies_only_with_trust(fake_server: Any, tmp_path: Path,

@@ -142,7 +142,7 @@ def test_a_20_mb_body_stops_at_5_mb_and_the_text_is_capped_and_saved(tmp_path: P
     assert "[incomplete: the download stopped at the 5 MB limit" in result.content
     assert len(result.content) <= 50_000 + 400
     saved = result.meta["path"]
-    assert result.meta["kind"] == "file" and saved.startswith(".swival/out/fetch-")
+    assert result.meta["kind"] == "file" and saved.startswith(".swival/out/session/fetch-")
     assert f'read_file file_path="{saved}" offset=' in result.content
     whole = (tmp_path / saved).read_text()
     assert whole.count("x" * 1023 + "\n") == 5 * 1024 and whole.startswith(result.content[:200])

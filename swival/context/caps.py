@@ -72,14 +72,17 @@ def cap_result(
     kind = str(meta.get("kind") or "generic")
     where = f"saved to {path}" if path else "not saved"
     chars = max(200, int(len(content) * (limit_tokens - 80) / max(tokens, 1)))
-    for _ in range(6):  # shrink until the preview with its notice fits
+    for _ in range(10):  # shrink until the preview with its notice fits
         body, hint = _preview(kind, content, chars, meta)
         notice = (
             f"\n[output cut to fit the context window: {len(content)} characters, "
             f"~{tokens} tokens in full, {where}; {hint}]"
         )
         text = body.rstrip("\n") + notice
-        if count(text) <= limit_tokens or chars <= 200:
+        used = count(text)
+        if used <= limit_tokens or chars <= 200:
             return text, path
-        chars = int(chars * 0.8)
+        # Shrink by the overshoot (at least 2 %), not a fixed step: a long spill path in
+        # the notice should cost the preview a few characters, not a fifth of it.
+        chars = int(chars * min(0.98, limit_tokens / used))
     return text, path
