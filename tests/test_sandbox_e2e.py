@@ -127,7 +127,7 @@ def test_printenv_shows_no_secret_and_pass_env_lets_one_through(
     for name in ("OPENROUTER_API_KEY", "DEPLOY_PASSWORD", "ALIAS_OF_KEY"):
         assert f"{name}=" not in shown, name
     # Let through on request; the value is still redacted before the model sees it.
-    assert "GITHUB_TOKEN=[redacted]" in shown
+    assert "GITHUB_TOKEN=[redacted:GITHUB_TOKEN]" in shown
     assert printenv.startswith("rc=1"), "the variable does not exist for the command"
     everything = json.dumps(server.requests) + result.stdout + result.stderr
     assert all(v not in everything for v in env.values() if v != "visible-value")
