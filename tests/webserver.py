@@ -22,6 +22,7 @@ Pages (GET):
     /big            20 MB of text
     /slow           one line every 0.1 s, for up to 20 s
     /stall          headers, then nothing for up to 20 s
+    /silent         not even headers, for up to 20 s
     /secret         what request forgery would steal: SECRET-VALUE
     /redirect?to=URL[&code=N]   a redirect to URL
     /chain/N        N redirects in a row, ending at /article
@@ -182,6 +183,8 @@ def _handler(server: WebServer) -> type[BaseHTTPRequestHandler]:
                 self._stream(b"trickle\n", 200, pause=0.1)
             elif path == "/stall":
                 self._stream(b"", 0, pause=0)
+            elif path == "/silent":
+                _hold(self.connection)
             else:
                 self._send(404, "text/plain", b"not found")
 
@@ -205,8 +208,7 @@ def _handler(server: WebServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
             started = time.monotonic()
             if count == 0:
-                while time.monotonic() - started < LIMIT_SECONDS and not _gone(self.connection):
-                    time.sleep(0.05)
+                _hold(self.connection)
             for _ in range(count):
                 if time.monotonic() - started > LIMIT_SECONDS:
                     break
@@ -217,6 +219,13 @@ def _handler(server: WebServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
     return Handler
+
+
+def _hold(conn: socket.socket) -> None:
+    """Keep a connection open and silent until the client hangs up, at most 20 s."""
+    started = time.monotonic()
+    while time.monotonic() - started < LIMIT_SECONDS and not _gone(conn):
+        time.sleep(0.05)
 
 
 def _gone(conn: socket.socket) -> bool:
