@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import run_swival
+from tests.evidence import record
 from tests.fakeserver import FakeServer, text, tool, tools
 
 SWIVAL = shutil.which("swival")
@@ -84,9 +85,14 @@ def test_one_shot_allowlist_runs_git_status_and_no_bypass(fake_server: Any, repo
     )
     before = files(repo.parent)
     result = run_swival(server, repo, "--commands", "git", "--max-turns", "5", "-p", "try")
+    refused = tool_results(server.requests[1])
+    changed = files(repo.parent) != before
+    for command, answer in zip(attempts, refused, strict=False):
+        record("allowlist bypass", f"--commands git: {command}", "swival",
+               escaped=changed or not answer.startswith("command refused: "),
+               traceback="Traceback" in result.stderr)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    refused = tool_results(server.requests[1])
     assert len(refused) == len(attempts)
     assert all(r.startswith("command refused: ") for r in refused), refused
     assert "a subshell `( … )`" in refused[0] and "run each program as its own" in refused[0]
@@ -135,6 +141,8 @@ def test_repl_asks_again_for_a_construct_after_always(fake_server: Any, repo: Pa
     child.expect_exact("›")
     child.sendcontrol("d")
     child.expect(pytest.importorskip("pexpect").EOF)
+    record("allowlist bypass", "after always git: git status;(touch twice)", "swival",
+           escaped=(repo / "twice").exists())
     assert (repo / "once").exists() and not (repo / "twice").exists()
     results = tool_results(server.requests[-1])
     assert "declined" in results[1] and "first" in results[2]

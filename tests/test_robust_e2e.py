@@ -9,10 +9,12 @@ The loopback FakeServer plays the model. All cases share one session because eve
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from tests.e2e import assert_valid_chat, run_swival
+from tests.evidence import Kind, record
 from tests.fakeserver import Reply, text, tool
 
 CATASTROPHIC_LINE = "a" * 40 + "b"  # (a|aa)+$ backtracks on it for longer than anyone waits
@@ -46,13 +48,30 @@ CASES: dict[str, tuple[Reply, tuple[str, ...]]] = {
 }
 
 
+HANGS = ("read_file on a FIFO", "grep on a FIFO", "grep over a directory holding a FIFO",
+         "catastrophic regex", "nested repeats that would exhaust memory")
+
+
+def kind(case: str) -> Kind:
+    """The attack class a case counts under in the safety evidence."""
+    return "hang" if case in HANGS else "malformed output"
+
+
 def test_malformed_output_is_answered_not_fatal(fake_server: Any, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("alpha\n")
     (tmp_path / "slow.txt").write_text(CATASTROPHIC_LINE + "\n")
     os.mkfifo(tmp_path / "pipe")
     replies = [reply for reply, _ in CASES.values()]
     server = fake_server(kind="llamacpp").script(*replies, text("understood"))
-    result = run_swival(server, tmp_path, "-p", "go", timeout=120)
+    try:
+        result = run_swival(server, tmp_path, "-p", "go", timeout=120)
+    except subprocess.TimeoutExpired:
+        for case in CASES:
+            record(kind(case), case, "swival", hung=True)
+        raise
+    for case in CASES:
+        record(kind(case), case, "swival", hung=False,
+               traceback="Traceback" in result.stderr)
     assert (result.returncode, result.stdout) == (0, "understood\n"), result.stderr
     assert "Traceback" not in result.stderr
     assert len(server.requests) == len(CASES) + 1, result.stderr

@@ -34,6 +34,7 @@ from swival.render import ProgressPrinter, Status, TurnView
 from swival.tools.base import ToolContext
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
+from tests.evidence import record
 
 SETTINGS = settings(
     max_examples=150, deadline=None, derandomize=True, database=None,
@@ -150,6 +151,7 @@ def _chunks(text: str, cuts: list[int]) -> list[str]:
 @example(raw='{"file_path": "a.txt", "offset": NaN}')
 @example(raw='{"content": "x\\ud800y"}')
 def test_argument_text_always_parses_to_an_object_or_an_error(raw: str) -> None:
+    record("malformed output", "random argument text", "in-process")
     for cut_off in (False, True):
         parsed = parse_arguments(raw, cut_off=cut_off)
         assert isinstance(parsed.value, dict)
@@ -168,6 +170,7 @@ def test_streamed_replies_are_gated_and_repaired_without_raising(
         text: str, cuts: list[int], finish: str | None) -> None:
     """Random replies, cut into random chunks, through the text gate, the stream assembler
     (as text and as streamed tool-call arguments) and repair."""
+    record("malformed output", "random streamed reply", "in-process")
     gate = TextGate(TOOL_SCHEMAS)
     shown = "".join(gate.feed(chunk) for chunk in _chunks(text, cuts))
     assembly = StreamAssembly()
@@ -203,6 +206,7 @@ def test_streamed_replies_are_gated_and_repaired_without_raising(
 @example(call=ToolCall("c", "read_file", {"file_path": "a.txt", "limit": 10**30}))
 def test_any_tool_call_becomes_a_result(workspace: Path, call: ToolCall) -> None:
     result = ToolRegistry(default_tools()).run(call, _context(workspace))
+    record("malformed output", f"random {call.name!r} call", "in-process")
     assert isinstance(result, ToolResult)
     # The registry catches what a tool lets escape; the property is that no tool needs it.
     assert "failed unexpectedly" not in result.content, result.content

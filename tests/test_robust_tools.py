@@ -23,6 +23,7 @@ from swival.tools.patterns import MAX_UNROLLED, unrolled_size
 from swival.tools.read_file import ReadFile
 from swival.tools.registry import ToolRegistry
 from swival.tools.regular import NotRegularFile, open_regular
+from tests.evidence import record
 
 
 def run(ctx: ToolContext, name: str, tools: list[Tool] | None = None,
@@ -48,6 +49,7 @@ def ctx(tmp_path: Path) -> ToolContext:
 ])
 def test_a_fifo_is_refused_by_name(ctx: ToolContext, tool: str, args: dict[str, Any]) -> None:
     result = run(ctx, tool, **args)
+    record("hang", f"{tool} on a FIFO", "in-process", hung=False)
     assert result.is_error
     assert result.content.startswith("error: pipe is a named pipe (FIFO), not a regular file")
     assert (ctx.root / "pipe").is_fifo()  # write_file did not replace it
@@ -129,6 +131,7 @@ def test_read_file_out_of_time_says_how_to_read_instead(ctx: ToolContext) -> Non
 def test_a_catastrophic_regex_is_stopped_and_named(ctx: ToolContext) -> None:
     (ctx.root / "slow.txt").write_text("a" * 40 + "b\n")
     result = run(ctx, "grep", pattern="(a|aa)+$")
+    record("hang", "catastrophic regex (a|aa)+$", "in-process", hung=False)
     assert result.is_error
     assert "'(a|aa)+$' ran for more than 1 s on one line (slow.txt:1)" in result.content
     assert "avoid nested or overlapping repeats" in result.content
@@ -163,6 +166,7 @@ def test_edit_file_reports_many_matches_without_rescanning(ctx: ToolContext) -> 
     (ctx.root / "big.txt").write_text("a\n" * 300_000)
     assert not run(ctx, "read_file", file_path="big.txt").is_error
     result = run(ctx, "edit_file", file_path="big.txt", old_string="a", new_string="b")
+    record("hang", "edit_file naming 300,000 matches", "in-process", hung=False)
     assert "old_string occurs 300000 times in big.txt (lines 1, 2, 3" in result.content
 
 
@@ -172,11 +176,13 @@ def test_brace_groups_are_capped() -> None:
     with pytest.raises(Exception, match="more than 64 alternatives"):
         expand_braces("{a,b}" * 40)
     assert expand_braces("{" + "," * 50_000) == ["{" + "," * 50_000]
+    record("hang", "globs with 40 brace groups and 50,000 commas", "in-process", hung=False)
 
 
 @pytest.mark.timeout(30)
 def test_gitignore_lines_that_backtracked_parse_at_once() -> None:
     assert parse_gitignore(" " * 100_000 + "x") == parse_gitignore(" " * 100_000 + "x")
+    record("hang", ".gitignore line of 100,000 spaces", "in-process", hung=False)
     rules = parse_gitignore("[z-a]\n*.log\nfoo\\ \n")
     assert [r.glob.text for r in rules] == ["*.log", "foo\\ "]  # the bad rule is dropped
 
@@ -233,6 +239,8 @@ def test_the_diff_of_a_big_scattered_edit_is_computed_at_once(ctx: ToolContext) 
     run(ctx, "read_file", file_path="gen.txt")
     changed = [f"edited {i}\n" if i % 7 == 0 else line for i, line in enumerate(lines)]
     result = run(ctx, "write_file", file_path="gen.txt", content="".join(changed))
+    record("hang", "diff of 5,700 scattered changes in 40,000 lines", "in-process",
+           hung=False)
     assert not result.is_error, result.content
     diff = result.meta["diff"]
     assert diff.startswith("--- a/gen.txt\n+++ b/gen.txt\n@@ -1,1 +1,1 @@\n")

@@ -15,6 +15,7 @@ from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
 from swival.tools.policy import CommandPolicy, Question, Workspace, parse_mode, resolve_mode
 from swival.tools.registry import ToolRegistry
+from tests.evidence import record
 
 # --- resolve_mode / parse_mode ---------------------------------------------------------
 
@@ -156,6 +157,8 @@ def fill(command: str, ws: Workspace) -> str:
 def test_allowlist_refuses_every_bypass(ws: Workspace, command: str, named: str) -> None:
     command, named = fill(command, ws), fill(named, ws)
     reason = CommandPolicy("git", workspace=ws).approve(command)
+    record("allowlist bypass", f"--commands git: {command}", "in-process",
+           escaped=reason is None)
     assert reason is not None and named in reason
 
 
@@ -168,6 +171,8 @@ def test_listing_every_program_does_not_open_a_bypass(ws: Workspace, command: st
     """Even with the inner programs listed, the construct itself needs approval."""
     listed = "git,touch,sh,bash,xargs,env,eval,exec,true,f"
     reason = CommandPolicy(listed, workspace=ws).approve(fill(command, ws))
+    record("allowlist bypass", f"every program listed: {command}", "in-process",
+           escaped=reason is None)
     assert reason is not None and fill(named, ws) in reason
 
 
@@ -184,6 +189,8 @@ def test_always_git_adds_git_and_nothing_more(ws: Workspace, command: str,
     assert policy.approve("git status") is None
     assert policy.approve("git log -1") is None and len(asked) == 1  # git is now allowed
     reason = policy.approve(fill(command, ws))
+    record("allowlist bypass", f"after always git: {command}", "in-process",
+           escaped=reason is None)
     assert reason is not None and "declined" in reason
     assert len(asked) == 2 and asked[1].command == fill(command, ws)
 

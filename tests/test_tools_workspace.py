@@ -12,6 +12,7 @@ from swival.messages import ToolCall, ToolResult
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
 from swival.tools.registry import ToolRegistry
+from tests.evidence import record
 
 
 def call(ctx: ToolContext, name: str, **args: Any) -> ToolResult:
@@ -40,6 +41,8 @@ def ctx(layout: dict[str, Path]) -> ToolContext:
 
 
 def assert_refused(result: ToolResult, outside: Path) -> None:
+    record("path escape", result.content[:80], "in-process",
+           escaped=not result.is_error or "top secret" in result.content)
     assert result.is_error
     assert "outside the workspace" in result.content or "read-only" in result.content
     assert "Allowed:" in result.content

@@ -15,6 +15,7 @@ from swival.config import KEYS, KEYS_BY_NAME, literal_key_warning, load_settings
 from swival.errors import ConfigError
 from swival.providers.factory import hosted_model
 from swival.trust import TrustStore, ignored_notice, question
+from tests.evidence import record
 
 OUTSIDE = "/somewhere/else"
 # key, TOML line, the value the run then uses
@@ -63,6 +64,8 @@ def test_power_key_ignored_untrusted_applied_trusted(
     file = _project_file(project, line, "max_turns = 7")
     store = TrustStore.for_user(env)
     untrusted = load_settings({}, cwd=project, env=env, trusted=store.check)
+    record("untrusted config key", line, "in-process",
+           escaped=getattr(untrusted, name) == value)
     assert getattr(untrusted, name) == KEYS_BY_NAME[name].default or (
         getattr(untrusted, name) == () and KEYS_BY_NAME[name].default == [])
     assert dict(untrusted.held_back) == {name: value}
@@ -149,6 +152,8 @@ def test_hosted_model_string_from_the_project_needs_trust(
         project: Path, env: dict[str, str]) -> None:
     _project_file(project, 'model = "openrouter/anthropic/claude-sonnet-4"')
     untrusted = load_settings({}, cwd=project, env=env)
+    record("untrusted config key", 'model = "openrouter/…" (hosted)', "in-process",
+           escaped=hosted_model(untrusted))
     assert untrusted.model is None and not hosted_model(untrusted)
     assert dict(untrusted.held_back) == {"model": "openrouter/anthropic/claude-sonnet-4"}
     trusted = load_settings({}, cwd=project, env=env, trusted=_trust_all)
@@ -163,6 +168,8 @@ def test_project_provider_that_turns_the_users_model_hosted_needs_trust(
     _global_file(env, 'model = "openai/gpt-oss-20b"')  # an LM Studio model key: local
     _project_file(project, 'provider = "generic"')
     settings = load_settings({}, cwd=project, env=env)
+    record("untrusted config key", 'provider = "generic" (makes the model hosted)',
+           "in-process", escaped=hosted_model(settings))
     assert settings.provider == "lmstudio" and not hosted_model(settings)
     assert dict(settings.held_back) == {"provider": "generic"}
     _project_file(project, 'provider = "generic"', 'base_url = "http://203.0.113.9:1"')

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import request_text, run_swival
+from tests.evidence import record
 from tests.fakeserver import text, tool
 
 SECRET = "contents-of-a-file-outside-the-workspace"
@@ -51,6 +52,11 @@ def test_untrusted_project_runs_nothing_and_reads_nothing_outside(
         fake_server: Any, repo: Path, outside: Path) -> None:
     server = fake_server(kind="llamacpp").script(*attack(outside))
     result = run_swival(server, repo, "-p", "tidy up")
+    crashed = "Traceback" in result.stderr
+    record("untrusted config key", 'yolo = true, commands = "all": touch pwned', "swival",
+           escaped=(repo / "pwned").exists(), traceback=crashed)
+    record("untrusted config key", "add_dir = [outside]: read a file there", "swival",
+           escaped=SECRET in request_text(server.requests[-1]), traceback=crashed)
     assert result.returncode == 0, result.stderr
     assert not (repo / "pwned").exists()
     assert SECRET not in request_text(server.requests[-1])
@@ -117,6 +123,8 @@ def test_project_base_url_reaches_no_server_untrusted(fake_server: Any, tmp_path
         f'provider = "llamacpp"\nbase_url = "{mine.url}"\n')
     (tmp_path / "swival.toml").write_text(f'base_url = "{theirs.url}"\n')
     untrusted = run_swival(None, tmp_path, "-p", "hello")
+    record("untrusted config key", "base_url = their server", "swival",
+           escaped=theirs.hits != [], traceback="Traceback" in untrusted.stderr)
     assert untrusted.stdout == "from my server\n", untrusted.stderr
     assert theirs.hits == [] and "ignoring base_url" in untrusted.stderr
     trusted = run_swival(None, tmp_path, "--trust", "-p", "hello")
@@ -129,6 +137,8 @@ def test_project_hosted_model_sends_nothing_untrusted(fake_server: Any, tmp_path
     (tmp_path / "swival.toml").write_text('model = "openrouter/some/model"\n')
     env = {"OPENROUTER_API_BASE": hosted.url, "OPENROUTER_API_KEY": "sk-or-test-1234567"}
     untrusted = run_swival(None, tmp_path, "-p", "hello", env=env)
+    record("untrusted config key", 'model = "openrouter/…" (hosted)', "swival",
+           escaped=hosted.hits != [], traceback="Traceback" in untrusted.stderr)
     assert hosted.hits == []
     assert "ignoring model" in untrusted.stderr
     hosted.script(text("hosted"))
