@@ -33,6 +33,8 @@ TESTS = (
     "tests/test_tools_workspace.py",
     "tests/test_tools_policy.py",
     "tests/test_policy_e2e.py",
+    "tests/test_sandbox.py",
+    "tests/test_sandbox_e2e.py",
     "tests/test_trust.py",
     "tests/test_trust_e2e.py",
     "tests/test_robust_e2e.py",

@@ -16,10 +16,10 @@ import json
 import os
 from typing import Literal
 
-Kind = Literal["path escape", "allowlist bypass", "untrusted config key", "secret leak",
-               "malformed output", "hang"]
-KINDS: tuple[Kind, ...] = ("path escape", "allowlist bypass", "untrusted config key",
-                           "secret leak", "malformed output", "hang")
+Kind = Literal["path escape", "allowlist bypass", "sandbox escape", "untrusted config key",
+               "secret leak", "malformed output", "hang"]
+KINDS: tuple[Kind, ...] = ("path escape", "allowlist bypass", "sandbox escape",
+                           "untrusted config key", "secret leak", "malformed output", "hang")
 # How the attempt was made: through the installed `swival` (as a user runs it) or by
 # calling the component directly in the test process.
 Via = Literal["swival", "in-process"]

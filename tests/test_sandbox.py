@@ -19,6 +19,7 @@ from swival.tools.core import core_tools
 from swival.tools.registry import ToolRegistry
 from swival.tools.sandbox import Sandbox, SandboxConfig
 from tests.e2e import Listener, bwrap_problem, gone, unique_sleep
+from tests.evidence import record
 
 PROBLEM = bwrap_problem()
 needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no working bubblewrap: {PROBLEM}")
@@ -72,6 +73,13 @@ def test_writes_stay_in_the_workspace_add_dirs_and_private_tmp(layout: dict[str,
         result = run(context(layout, sandbox()),
                      attempt(blocked + allowed) + '\necho tmpdir=$TMPDIR; mktemp -d\n'
                      'mount -o remount,rw / 2>/dev/null && echo remounted')
+        for target in blocked:
+            changed = (Path(target).read_text() != "[core]\n" if target.endswith("config")
+                       else Path(target).exists())
+            record("sandbox escape", f"write {Path(target).name} outside the writable dirs",
+                   "in-process", escaped=changed)
+        record("sandbox escape", "remount / read-write", "in-process",
+               escaped="remounted" in result.content)
         for target in allowed:
             assert f"wrote {target}" in result.content
         for target in blocked:
@@ -108,6 +116,9 @@ def test_missing_git_and_swival_cannot_be_created(tmp_path: Path) -> None:
                "mkdir -p .swival/sessions; echo '{}' > .swival/sessions/planted.jsonl; "
                "echo made > ordinary.txt")
     result = run(ToolContext(root=tmp_path, sandbox=sandbox()), command)
+    for name in (".git", ".swival"):
+        record("sandbox escape", f"create a missing {name}/ with a hook or session",
+               "in-process", escaped=(tmp_path / name).exists())
     assert "Read-only file system" in result.content
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ordinary.txt"], \
         "no .git or .swival, and the sandbox's stand-ins are gone"
@@ -139,6 +150,11 @@ def test_a_git_file_pointer_protects_the_real_git_directory(tmp_path: Path, kind
     hook, gitfile = gitdir / "hooks" / "post-checkout", wt / ".git"
     result = run(ctx, attempt([str(hook), str(gitdir / "config"), str(gitfile), str(readme)])
                  + "\ngit status --short; echo rc=$?")
+    for target, escaped in ((hook, hook.exists()),
+                            (gitdir / "config", "pwned" in (gitdir / "config").read_text()),
+                            (gitfile, "pwned" in gitfile.read_text())):
+        record("sandbox escape", f"{kind}: write {target.name} of the real git directory",
+               "in-process", escaped=escaped)
     assert f"refused {hook}" in result.content and not hook.exists()
     assert f"refused {gitfile}" in result.content and "pwned" not in gitfile.read_text()
     assert "pwned" not in (gitdir / "config").read_text()
@@ -149,6 +165,8 @@ def test_a_git_file_pointer_protects_the_real_git_directory(tmp_path: Path, kind
 @needs_bwrap
 def test_no_network_unless_allowed(layout: dict[str, Path], listener: Listener) -> None:
     blocked = run(context(layout, sandbox()), listener.connect_command())
+    record("sandbox escape", "a network connection", "in-process",
+           escaped=listener.accepted > 0)
     assert "Connection refused" in blocked.content and "connected" not in blocked.content
     assert listener.accepted == 0
     assert "--allow-net" in blocked.content.splitlines()[-1]
@@ -191,6 +209,10 @@ def test_commands_never_see_secrets(tmp_path: Path, secret_env: dict[str, str],
         pytest.skip(f"no working bubblewrap: {PROBLEM}")
     box = sandbox(mode=mode, secrets=(KEY,))
     result = run(ToolContext(root=tmp_path, sandbox=box), "env")
+    for name, value in secret_env.items():
+        if name != "PLAIN_SETTING":
+            record("secret leak", f"env in a command (sandbox {mode}): {name}", "in-process",
+                   secrets=int(value in result.content))
     assert "PLAIN_SETTING=visible-value" in result.content
     for name, value in secret_env.items():
         if name != "PLAIN_SETTING":

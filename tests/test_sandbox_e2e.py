@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import Listener, bwrap_problem, run_swival
+from tests.evidence import record
 from tests.fakeserver import text, tool
 
 PROBLEM = bwrap_problem()
@@ -50,6 +51,17 @@ def test_commands_all_cannot_write_outside_or_reach_the_network(
     try:
         result = run_swival(server, project, "--commands", "all", "--add-dir", str(lib),
                             "-p", "try to escape")
+        crashed = "Traceback" in result.stderr
+        landed = {"a file in $HOME": home_file.exists(), "a sibling directory":
+                  (sibling / "x").exists(), "/tmp": Path("/tmp/planted").exists(),
+                  ".git/hooks": any((project / ".git" / "hooks").iterdir()),
+                  ".git/config": (project / ".git" / "config").read_text() != "[core]\n",
+                  ".swival/sessions": (project / ".swival" / "sessions" /
+                                       "planted.jsonl").exists(),
+                  "a network connection": listener.accepted > 0}
+        for target, escaped in landed.items():
+            record("sandbox escape", f"--commands all: {target}", "swival", escaped=escaped,
+                   traceback=crashed)
         assert result.returncode == 0, result.stderr
         assert "commands sandboxed (bubblewrap, no network)" in result.stderr
         wrote, connect = tool_results(server)
@@ -122,6 +134,11 @@ def test_printenv_shows_no_secret_and_pass_env_lets_one_through(
                         "--pass-env", "GITHUB_TOKEN", "--json", "-p", "show env", env=env)
     assert result.returncode == 0, result.stderr
     shown, printenv = tool_results(server)
+    everything = json.dumps(server.requests) + result.stdout + result.stderr
+    for name, value in env.items():
+        if value != "visible-value":
+            record("secret leak", f"env and printenv in a command: {name}", "swival",
+                   secrets=int(value in everything), traceback="Traceback" in result.stderr)
     assert "PLAIN_SETTING=visible-value" in shown
     # DEPLOY_PASSWORD's value is too short to count as a key: only its name hides it.
     for name in ("OPENROUTER_API_KEY", "DEPLOY_PASSWORD", "ALIAS_OF_KEY"):
@@ -129,7 +146,6 @@ def test_printenv_shows_no_secret_and_pass_env_lets_one_through(
     # Let through on request; the value is still redacted before the model sees it.
     assert "GITHUB_TOKEN=[redacted:GITHUB_TOKEN]" in shown
     assert printenv.startswith("rc=1"), "the variable does not exist for the command"
-    everything = json.dumps(server.requests) + result.stdout + result.stderr
     assert all(v not in everything for v in env.values() if v != "visible-value")
 
 
