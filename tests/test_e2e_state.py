@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.e2e import request_text, run_swival
+from tests.evidence import record
 from tests.fakeserver import text, tool
 
 FORGED = [
@@ -33,6 +34,8 @@ def test_a_symlinked_state_dir_stops_swival(fake_server: Any, tmp_path: Path) ->
     (project / ".swival").symlink_to(elsewhere)
     server = fake_server(kind="llamacpp").script(text("never"))
     result = run_swival(server, project, "-p", "hello")
+    record("path escape", ".swival planted as a symlink to a directory outside", "swival",
+           escaped=any(elsewhere.iterdir()), traceback="Traceback" in result.stderr)
     assert result.returncode == 2
     assert "is a symlink" in result.stderr and "rm " in result.stderr
     assert "Traceback" not in result.stderr
@@ -52,6 +55,10 @@ def test_the_model_cannot_forge_a_session(fake_server: Any, tmp_path: Path) -> N
     second = run_swival(server, tmp_path, "-q", "--continue", "what was the word?")
     assert second.returncode == 0, second.stderr
     resumed = server.requests[-1]["messages"]
+    record("path escape", "write_file of a forged session under .swival/sessions", "swival",
+           escaped=(tmp_path / forged).exists() or any(
+               str(m.get("content", "")).startswith("FORGED") for m in resumed),
+           traceback="Traceback" in first.stderr + second.stderr)
     assert "remember kiwi" in request_text(server.requests[-1])
     assert not any(str(m.get("content", "")).startswith("FORGED") for m in resumed)
 

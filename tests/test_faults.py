@@ -24,6 +24,7 @@ from tests.e2e import (
     swival_command,
     unique_sleep,
 )
+from tests.evidence import record
 from tests.fakeserver import Reply, error, text, tool
 
 SECRET = "sk-test-9f8e7d6c5b4a39281706"
@@ -89,6 +90,8 @@ def test_hanging_server_times_out_with_a_clear_message(fake_server: Any, tmp_pat
     started = time.monotonic()
     result = run_swival(server, tmp_path, "--request-timeout", "1", "--retries", "1", "-p",
                         "hi")
+    record("hang", "a server that accepts the request and sends nothing", "swival",
+           hung=time.monotonic() - started >= 30, traceback="Traceback" in result.stderr)
     assert result.returncode == 1
     assert time.monotonic() - started < 30
     assert "Traceback" not in result.stderr and server.url in result.stderr
@@ -256,7 +259,12 @@ def test_no_api_key_leaks_into_any_artefact(fake_server: Any, tmp_path: Path) ->
                   "stdout 2": second.stdout, "stderr 2": second.stderr}
     artefacts |= {f"request {n}": json.dumps(r)
                   for n, r in enumerate([*server.requests, *failing.requests])}
-    assert [name for name, text_ in artefacts.items() if SECRET in text_] == []
+    found = [name for name, text_ in artefacts.items() if SECRET in text_]
+    record("secret leak", "one run offering the key eight ways (environment, --api-key, a "
+           "file read, edited and written back, a context spill, a command spill, a server "
+           "error, the model's answer)", "swival", secrets=len(found),
+           traceback="Traceback" in first.stderr + second.stderr)
+    assert found == []
     assert all(MARKER in json.dumps(r) for r in server.requests[1:]), "redacted, not dropped"
     report = json.loads(first.stdout)
     assert MARKER in report["answer"]
@@ -267,8 +275,12 @@ def test_no_api_key_leaks_into_any_artefact(fake_server: Any, tmp_path: Path) ->
 @pytest.mark.parametrize("path", ["../outside.txt", "/etc/hostname", "link/secret.txt",
                                   "sub/../../outside.txt", ".git/config"])
 def test_path_escapes_are_refused(fake_server: Any, tmp_path: Path, path: str) -> None:
+    """Read, write and edit each path. Reading `.git/config` is allowed by design (the
+    workspace is readable, .git included), so that read is checked to succeed and is not
+    counted as an escape attempt: 14 attempts in all."""
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
+    (project / ".git" / "config").write_text("[core] secret\n")
     (tmp_path / "outside.txt").write_text("outside secret\n")
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "secret.txt").write_text("linked secret\n")
@@ -279,9 +291,22 @@ def test_path_escapes_are_refused(fake_server: Any, tmp_path: Path, path: str) -
         tool("edit_file", file_path=path, old_string="secret", new_string="pwned"),
         text("done"))
     result = run_swival(server, project, "--yolo", "-p", "escape")
+    read, write, edit = [m["content"] for m in server.requests[-1]["messages"]
+                         if m["role"] == "tool"]
+    untouched = ((tmp_path / "outside.txt").read_text() == "outside secret\n"
+                 and (tmp_path / "elsewhere" / "secret.txt").read_text() == "linked secret\n"
+                 and (project / ".git" / "config").read_text() == "[core] secret\n")
+    attempts = {"write_file": write, "edit_file": edit}
+    if path != ".git/config":
+        attempts["read_file"] = read
+    for name, answer in attempts.items():
+        leaked = "outside secret" in answer or "linked secret" in answer
+        record("path escape", f"{name} {path}", "swival",
+               escaped=leaked or not untouched or not answer.startswith("error:"),
+               traceback="Traceback" in result.stderr)
     assert result.returncode == 0, result.stderr
-    results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert all(r.startswith("error:") for r in results), results
-    assert "outside secret" not in results[0] and "linked secret" not in results[0]
-    assert (tmp_path / "outside.txt").read_text() == "outside secret\n"
-    assert (tmp_path / "elsewhere" / "secret.txt").read_text() == "linked secret\n"
+    assert all(answer.startswith("error:") for answer in attempts.values()), attempts
+    if path == ".git/config":
+        assert read == "1\t[core] secret", "reading inside .git is allowed"
+    assert "outside secret" not in read and "linked secret" not in read
+    assert untouched

@@ -23,6 +23,7 @@ from swival.providers.factory import connect
 from swival.providers.jsonfix import CUT_OFF_ERROR
 from swival.providers.streaming import RetryPolicy
 from swival.providers.wire import retry_after
+from tests.evidence import record
 from tests.fakeserver import FakeServer, Reply, error, text
 
 Make = Callable[..., FakeServer]
@@ -159,6 +160,8 @@ def test_keepalive_trickle_mid_reply_ends_at_the_idle_limit(fake_server: Make) -
                   text("the whole reply"))
     started = time.monotonic()
     items, done = collect(provider_for(server, idle_timeout=1, request_timeout=20), ask())
+    record("hang", "a server trickling keep-alive bytes mid-reply", "in-process",
+           hung=time.monotonic() - started >= 10)
     assert time.monotonic() - started < 10
     restart = [i for i in items if isinstance(i, Restart)]
     assert len(restart) == 1 and "idle_timeout" in restart[0].reason
@@ -172,6 +175,8 @@ def test_keepalive_trickle_before_any_content_ends_at_the_request_timeout(
     server.script(Reply(mode="trickle", hang=30), text("ok"))
     started = time.monotonic()
     _, done = collect(provider_for(server, request_timeout=1, idle_timeout=60), ask())
+    record("hang", "a server trickling keep-alive bytes before any content", "in-process",
+           hung=time.monotonic() - started >= 10)
     assert time.monotonic() - started < 10
     assert done.message.content == "ok" and len(server.requests) == 2
 

@@ -32,6 +32,7 @@ from swival.state import (
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
 from swival.tools.registry import ToolRegistry
+from tests.evidence import record
 
 KEY = "sk-state-0123456789abcdef"
 REDACTOR = Redactor.of({"OPENAI_API_KEY": KEY})
@@ -87,9 +88,14 @@ def test_tools_never_write_under_swival(tmp_path: Path, path: str) -> None:
     ctx = ToolContext(root=tmp_path)
     before = sorted(p.relative_to(tmp_path) for p in (tmp_path / ".swival").rglob("*"))
     result = call(ctx, "write_file", file_path=path, content="{}")
+    edited = call(ctx, "edit_file", file_path=path, old_string="*", new_string="!")
+    after = sorted(p.relative_to(tmp_path) for p in (tmp_path / ".swival").rglob("*"))
+    for name, answer in (("write_file", result), ("edit_file", edited)):
+        record("path escape", f"{name} {path} (Swival's own state)", "in-process",
+               escaped=not answer.is_error or after != before)
     assert result.is_error and "Swival's own state" in result.content
-    assert call(ctx, "edit_file", file_path=path, old_string="*", new_string="!").is_error
-    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / ".swival").rglob("*")) == before
+    assert edited.is_error
+    assert after == before
 
 
 def test_tools_may_read_spill_files(tmp_path: Path) -> None:
