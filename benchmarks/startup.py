@@ -153,21 +153,33 @@ def investigation_script() -> list[Reply]:
         Reply(text=INVESTIGATE.answer)]
 
 
-def oneshot_runs(kind: str, runs: int) -> list[Run]:
-    """The 15-step investigation at 32K, whole process, through `kind`'s transport."""
-    out = []
-    with FakeServer(kind=kind, window=32_768, model="qwen2.5-coder:7b") as server:
+def oneshot_runs(kinds: Sequence[str], runs: int) -> dict[str, list[Run]]:
+    """The 15-step investigation at 32K, whole process, through each kind's transport; the
+    kinds take turns, so a change in the machine's load hits them alike."""
+    out: dict[str, list[Run]] = {kind: [] for kind in kinds}
+    servers = {kind: FakeServer(kind=kind, window=32_768, model="qwen2.5-coder:7b").start()
+               for kind in kinds}
+    try:
         for _ in range(runs):
-            root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
-            (root / ".git").mkdir()
-            workspace(root)
-            server.script(*investigation_script())
-            before = len(server.requests)
-            out.append(timed([*swival_command(), "--provider", kind, "--base-url", server.url,
-                              "--max-context-tokens", "32768", "-q", "-p", INVESTIGATE.task],
-                             root, environment(root)))
-            assert len(server.requests) - before == STEPS, "the investigation ran whole"
+            for kind, server in servers.items():
+                out[kind].append(_investigate(server))
+    finally:
+        for server in servers.values():
+            server.stop()
     return out
+
+
+def _investigate(server: FakeServer) -> Run:
+    root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
+    (root / ".git").mkdir()
+    workspace(root)
+    server.script(*investigation_script())
+    before = len(server.requests)
+    run = timed([*swival_command(), "--provider", server.kind, "--base-url", server.url,
+                 "--max-context-tokens", "32768", "-q", "-p", INVESTIGATE.task],
+                root, environment(root))
+    assert len(server.requests) - before == STEPS, "the investigation ran whole"
+    return run
 
 
 def import_cost(module: str) -> Run:
@@ -240,6 +252,11 @@ def seconds(values: Sequence[float]) -> str:
             f"n={len(values)})")
 
 
+def millis(values: Sequence[float]) -> str:
+    return (f"{1000 * median(values):.1f} ms (min {1000 * min(values):.1f}, "
+            f"max {1000 * max(values):.1f}, n={len(values)})")
+
+
 def row(name: str, runs: Sequence[Run], target: str) -> tuple[str, str, str, str]:
     return (name, seconds([r.wall for r in runs]), seconds([r.cpu for r in runs]), target)
 
@@ -255,7 +272,8 @@ def measure(runs: int, turns: int) -> list[tuple[str, str, str, str]]:
         rows.append(row("REPL: launch until the prompt is drawn", launches, "≤ 0.5 s"))
         rows.append(row("REPL: Enter until the first request reaches the server (typed "
                         "the moment the prompt appears)", firsts, "≤ 0.3 s"))
-        lmstudio, ollama = oneshot_runs("lmstudio", runs), oneshot_runs("ollama", runs)
+        both = oneshot_runs(("lmstudio", "ollama"), runs)
+        lmstudio, ollama = both["lmstudio"], both["ollama"]
         rows.append(row(f"one-shot {STEPS}-step investigation @32K, LM Studio transport "
                         "(SSE), whole process", lmstudio, "≤ 2.5 s"))
         rows.append(row(f"one-shot {STEPS}-step investigation @32K, Ollama transport "
@@ -272,9 +290,9 @@ def measure(runs: int, turns: int) -> list[tuple[str, str, str, str]]:
                          f"{median([r.rss_mb for r in cost]):.0f} MB peak"))
         per_turn = in_process_turns(turns)
         rows.append(("harness per turn, in-process (3 model calls, 2 tools)",
-                     seconds(per_turn), "", ""))
+                     millis(per_turn), "", ""))
         rows.append(("harness per turn, direct HTTP to the loopback server (same turn)",
-                     seconds(loopback_turns(server, turns)), "", ""))
+                     millis(loopback_turns(server, turns)), "", ""))
     return rows
 
 
@@ -295,8 +313,17 @@ def section(rows: list[tuple[str, str, str, str]], load: str) -> str:
         f"Measured by `python benchmarks/startup.py --write-docs` on this machine ({cpu} cores, "
         f"Python {sys.version.split()[0]}; load average {load} when it started). The model "
         "answers instantly, so these are Swival's own costs. Wall times grow with whatever "
-        "else the machine runs; CPU time is what the same run takes on an idle machine.\n\n"
-        + table(rows) + "\n"
+        "else the machine runs; CPU time counts only the process's own work, so it moves much "
+        "less with the load, though shared cores also run slower on a busy machine.\n\n"
+        + table(rows) + "\n\n"
+        "What the rows measure. Nothing heavy loads before the REPL's prompt: the tokenizer "
+        "and the HTTP client (httpx and httpcore) load in the background once the prompt is "
+        "drawn, so a request typed at once waits for them behind a `preparing` spinner; one "
+        "typed a second later finds them ready. httpcore imports trio when it is installed, "
+        "as it is on this "
+        "machine; Swival does not depend on it. Local servers never load litellm: the "
+        "`import litellm` row is what a local run used to pay on its first call, in time and "
+        "in memory; only hosted models load it now.\n"
     )
 
 

@@ -7,8 +7,8 @@ during a turn cancels it and keeps the conversation; on the prompt it only clear
 Ctrl-D or /exit leaves with exit code 0.
 
 What the first request needs (the tokenizer, the HTTP client, litellm for a hosted model)
-loads in a background thread while the prompt is already up; a request sent before it is
-ready waits for it behind a live spinner.
+loads in a background thread started once the prompt has been drawn, so it never delays the
+prompt; a request sent before it is ready waits for it behind a live spinner.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ class Repl:
 
     def run(self) -> int:
         self._banner()
-        self._warm.start()
+        self.prompt.app.after_render += self._start_warm_up
         while True:
             try:
                 line = self.prompt.prompt([("class:prompt", PROMPT)])
@@ -208,6 +208,7 @@ class Repl:
 
     def command(self, line: str) -> CommandReply:
         """Run a slash command and render its reply."""
+        self._start_warm_up()
         self._ready.wait()  # commands use the engine; the warm-up thread may too
         try:
             reply = dispatch(line, self.session.agent)
@@ -259,8 +260,15 @@ class Repl:
             self.view.message(self._late_notice, "warning")
             self._late_notice = None
 
+    def _start_warm_up(self, *_: object) -> None:
+        """Start the warm-up once: after the prompt's first render (an `after_render`
+        handler), so that it does not slow the prompt down; or when a line comes first."""
+        if self._warm.ident is None:
+            self._warm.start()
+
     def _wait_until_ready(self) -> None:
         """Wait for the part of the warm-up that the request needs."""
+        self._start_warm_up()
         self._ready.wait()
         if self._warm_error is not None:
             error, self._warm_error = self._warm_error, None

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,6 +37,27 @@ def test_help_and_version_do_not_import_litellm(tmp_path: Path) -> None:
                          text=True, timeout=60)
     assert "--max-context-tokens" in out.stdout
     assert "LITELLM False" in out.stdout
+
+
+def test_the_repl_prompt_waits_for_no_heavy_import(fake_server: Any, tmp_path: Path) -> None:
+    """Everything the REPL builds before its prompt appears loads neither litellm, nor httpx,
+    nor the tokenizer: those load in the background once the prompt is drawn."""
+    server = fake_server(kind="llamacpp")
+    code = (
+        "import sys\n"
+        "from swival.config import load_settings\n"
+        "from swival.session import open_session\n"
+        "from swival.repl import Repl\n"
+        "settings = load_settings({'provider': 'llamacpp', 'base_url': sys.argv[1]})\n"
+        "Repl(open_session(settings, interactive=True))\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'litellm', 'httpx', "
+        "'tiktoken'}))\n"
+    )
+    (tmp_path / ".git").mkdir()
+    out = subprocess.run([sys.executable, "-c", code, server.url], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_version(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ class EngineCore:
         self.calibration = Calibration()
         self._system = Message(role="system", content=system_prompt)
         self._schemas = tuple(tool_schemas)
-        self._schema_tokens = self.counter.schemas(self._schemas)
+        self._schema_count: int | None = None  # counted on first use: see _schema_tokens
         self._history: list[Message] = []
         self._pinned: Message | None = None
         self._merged: tuple[Message, Message, Message] | None = None
@@ -85,6 +85,15 @@ class EngineCore:
 
     def _open_transcript(self, path: Path, resume: bool = False) -> Transcript:
         return Transcript(path, self.redactor, resume=resume, on_create=self._on_transcript)
+
+    @property
+    def _schema_tokens(self) -> int:
+        """The tool schemas' tokens, counted on first use rather than when the engine is
+        built: counting loads the tokenizer (~0.15 s), which the REPL does in the background
+        once its prompt is up instead of before it."""
+        if self._schema_count is None:
+            self._schema_count = self.counter.schemas(self._schemas)
+        return self._schema_count
 
     def _new_ledger(self) -> Ledger:
         return Ledger.for_budget(self.budget.input_budget)
