@@ -1,10 +1,10 @@
-"""The benchmarks keep working: a short replay and the start-up investigation run end to
-end."""
+"""The benchmarks keep working: the replay (a small recorded run, written here in the
+neutral trajectory format, goes through the real agent and comes out measured), the
+start-up investigation and the sandbox cost run end to end."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,26 +12,57 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAJECTORIES = ROOT.parent / "shared" / "data" / "trajectories"
-SHORT = "sweagent__gpt4-fc__swe-agent-test-repo-1c2844.jsonl"
+TASK = "The parser crashes on empty input: make parse() return an empty list instead."
 
 
-@pytest.mark.skipif(not (TRAJECTORIES / SHORT).is_file(), reason="../shared not beside the repo")
-def test_replay_runs_on_a_short_trajectory(tmp_path: Path) -> None:
-    shutil.copy(TRAJECTORIES / SHORT, tmp_path / SHORT)
-    manifest = json.loads((TRAJECTORIES / "manifest.json").read_text(encoding="utf-8"))
-    manifest["trajectories"] = [t for t in manifest["trajectories"] if t["file"] == SHORT]
+def _recorded_run() -> list[dict[str, object]]:
+    def call(n: int, name: str, **arguments: object) -> dict[str, object]:
+        return {"role": "assistant", "content": f"step {n}",
+                "tool_calls": [{"id": f"c{n}", "name": name, "arguments": arguments}]}
+
+    def result(n: int, name: str, content: str) -> dict[str, object]:
+        return {"role": "tool", "tool_call_id": f"c{n}", "name": name, "content": content}
+
+    source = "".join(f"def helper_{i}(items):\n    return items[{i}]\n\n" for i in range(80))
+    failure = ("Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n"
+               "IndexError: list index out of range\n")
+    messages: list[dict[str, object]] = [{"role": "system", "content": "recorded prompt"},
+                                         {"role": "user", "content": TASK}]
+    for n in range(1, 9):
+        messages += [call(n, "read_file", command=f"cat pkg/m{n}.py", path=f"pkg/m{n}.py"),
+                     result(n, "read_file", source)]
+    messages += [call(9, "run_command", command="python t.py"), result(9, "run_command", failure),
+                 call(10, "edit_file", command="sed -i s/x/y/ pkg/parse.py", path="pkg/parse.py"),
+                 result(10, "edit_file", ""),
+                 {"role": "assistant", "content": "Fixed parse()."}]
+    return messages
+
+
+def test_replay_measures_a_recorded_run(tmp_path: Path) -> None:
+    lines = [json.dumps(m) for m in _recorded_run()]
+    (tmp_path / "run.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    facts = {"task_statement_head": TASK, "key_edited_paths": ["pkg/parse.py"],
+             "last_error_before_final_edit": {"line": "IndexError: list index out of range"}}
+    manifest = {"trajectories": [{"file": "run.jsonl", "id": "smoke", "facts": facts}]}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "replay.py"), str(tmp_path),
-         "--windows", "8192"],
-        capture_output=True, text=True, timeout=120,
-    )
+         "--windows", "8192"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    engine_row = next(line for line in result.stdout.splitlines()
-                      if line.startswith("| engine | 8K"))
-    cells = [c.strip() for c in engine_row.strip("|").split("|")]
-    assert cells[3] == "0", "no request over the window"
+    row = next(line for line in result.stdout.splitlines() if line.startswith("| 8K"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "11", "ten recorded calls and the final answer"
+    assert cells[2] == "0", "no request over the window"
+    assert cells[5] != "0/0/0", "eight 2,000-token reads need compaction at 8K"
+    assert cells[6:9] == ["1/1", "1/1", "1/1"], "task, edited path and last error kept"
+
+
+def test_replay_says_where_the_runs_must_come_from(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin"}
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "replay.py")],
+                            capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "SWIVAL_TRAJECTORIES" in result.stderr
 
 
 def test_startup_investigation_runs_whole_through_each_transport() -> None:

@@ -1,0 +1,163 @@
+"""What benchmarks/replay.py measures, and the agent it measures (kept apart so both
+the recorded runs and the scripted scenarios use the very same code).
+
+    requests      model calls the agent made (recap calls apart)
+    over window   requests whose prompt plus the reply's max_tokens exceed the window
+    prefill       per request, the tokens after the longest run of messages identical
+                  to the previous request's (what a local server computes again: the
+                  tool schemas come first in chat templates, so they are shared), plus
+                  every recap call in full
+    re-processed  the part of a request's prefill beyond what the prompt grew by: tokens
+                  computed again only because a rewrite changed an earlier part
+    L1/L2/L3      compactions per level
+    kept          final requests that still hold the task, the edited paths, the last
+                  error (message text and tool-call arguments both count)
+    engine ms     mean and 95th percentile of the engine calls that compacted
+
+A recap call is counted in full and is assumed not to evict the conversation from the
+server's cache (a server with two slots, or llama.cpp's prompt cache in RAM, keeps it).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swival.agent import Agent, AgentConfig, make_summarizer
+from swival.context.engine import ContextEngine, ContextSettings, Extras
+from swival.context.knowledge import Knowledge
+from swival.context.tokens import TokenCounter
+from swival.events import Compacted
+from swival.messages import Message
+from swival.prompts import system_prompt
+from swival.providers.base import ChatRequest, Provider
+from swival.tools.base import ToolContext
+from swival.tools.catalog import default_tools
+from swival.tools.registry import ToolRegistry
+
+
+class TimedEngine(ContextEngine):
+    """The real engine, timing the calls that compacted."""
+
+    compacting_ms: list[float]
+
+    def _timed(self, events: Sequence[Compacted], started: float) -> None:
+        if events:
+            self.compacting_ms.append((time.perf_counter() - started) * 1000)
+
+    def prepare(self, turn: int) -> Any:
+        started = time.perf_counter()
+        prepared = super().prepare(turn)
+        self._timed(prepared.events, started)
+        return prepared
+
+    def after_tool_batch(self, turn: int) -> list[Compacted]:
+        started = time.perf_counter()
+        events = super().after_tool_batch(turn)
+        self._timed(events, started)
+        return events
+
+
+def build_agent(root: Path, window: int, model: Provider, counter: TokenCounter
+                ) -> tuple[Agent, TimedEngine]:
+    """Swival's real prompt, tools and engine around `model`, working in `root`. A
+    fixed session id keeps the transcript path that recaps name, so every figure
+    repeats from run to run."""
+    registry = ToolRegistry(default_tools())
+    state = root / ".swival"
+    engine = TimedEngine(ContextSettings(window=window), system_prompt(root),
+                         registry.schemas(), knowledge=Knowledge(state), state_dir=state,
+                         summarize=make_summarizer(model),
+                         extras=Extras(counter=counter, session_id="replay"))
+    engine.compacting_ms = []
+    agent = Agent(model, registry, engine, ToolContext(root=root), AgentConfig(max_turns=10_000))
+    return agent, engine
+
+
+@dataclass
+class Run:
+    """Measurements of one run at one window."""
+
+    requests: int = 0
+    over: int = 0
+    prefill: int = 0
+    recap_prefill: int = 0
+    reprocessed: int = 0
+    levels: Counter[int] = field(default_factory=Counter)
+    facts: dict[str, bool] = field(default_factory=dict)
+    engine_ms: list[float] = field(default_factory=list)
+
+
+class Meter:
+    """Adds up prefill and re-processing over a run's requests, in order."""
+
+    def __init__(self, counter: TokenCounter, window: int) -> None:
+        self.counter, self.window = counter, window
+        self.previous: Sequence[Message] = ()
+        self.previous_tokens = 0
+
+    def tokens(self, request: ChatRequest) -> int:
+        return self.counter.messages(request.messages) + self.counter.schemas(request.tools)
+
+    def add(self, request: ChatRequest, recap: bool, run: Run) -> None:
+        tokens = self.tokens(request)
+        if recap:
+            run.recap_prefill += tokens
+            run.prefill += tokens
+            return
+        shared = 0
+        for old, new in zip(self.previous, request.messages, strict=False):
+            if old is not new and old.to_dict() != new.to_dict():
+                break
+            shared += 1
+        prefill = self.counter.messages(request.messages[shared:]) if shared else tokens
+        run.requests += 1
+        run.over += tokens + request.max_output_tokens > self.window
+        run.prefill += prefill
+        if self.previous:
+            run.reprocessed += max(0, prefill - max(0, tokens - self.previous_tokens))
+        self.previous, self.previous_tokens = request.messages, tokens
+
+
+def text_of(messages: Sequence[Message]) -> str:
+    """Message texts and tool-call arguments, for survival checks."""
+    return "\n".join(m.content + "".join(c.arguments_json() for c in m.tool_calls)
+                     for m in messages)
+
+
+def p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)] if ordered else 0.0
+
+
+def row(label: str, runs: Sequence[Run], keys: Sequence[str]) -> str:
+    """One table row: the runs of one window (or one scenario at one window)."""
+    prefill = sum(r.prefill for r in runs)
+    again = sum(r.reprocessed for r in runs)
+    levels = "/".join(str(sum(r.levels[n] for r in runs)) for n in (1, 2, 3))
+    ms = [m for r in runs for m in r.engine_ms]
+    mean = statistics.fmean(ms) if ms else 0.0
+
+    def kept(key: str) -> str:
+        have = [r.facts[key] for r in runs if key in r.facts]
+        return f"{sum(have)}/{len(have)}"
+
+    facts = " | ".join(kept(k) for k in keys)
+    return (f"| {label} | {sum(r.requests for r in runs):,} | {sum(r.over for r in runs)} | "
+            f"{prefill:,} ({sum(r.recap_prefill for r in runs):,}) | "
+            f"{again:,} ({100 * again / max(1, prefill):.0f} %) | {levels} | {facts} | "
+            f"{mean:.1f} / {p95(ms):.1f} |")
+
+
+def header(first: str, keys: Sequence[str]) -> list[str]:
+    names = {"task": "task kept", "paths": "edited paths kept", "error": "last error kept"}
+    return [f"| {first} | requests | over window | prefill (recaps) | re-processed | "
+            f"compactions L1/L2/L3 | {' | '.join(names[k] for k in keys)} | "
+            "engine ms, compacting calls (mean / p95) |",
+            "|---|---:|---:|---:|---:|---|" + "---:|" * len(keys) + "---:|"]
