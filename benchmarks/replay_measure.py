@@ -8,7 +8,10 @@ the recorded runs and the scripted scenarios use the very same code).
                   tool schemas come first in chat templates, so they are shared), plus
                   every recap call in full
     re-processed  the part of a request's prefill beyond what the prompt grew by: tokens
-                  computed again only because a rewrite changed an earlier part
+                  computed again only because a rewrite changed an earlier part (when a
+                  rewrite shrinks the prompt, this counts the request's new messages too)
+    recomputed    the same, without the new messages: tokens the server had in its cache
+                  and must compute again (what the engine reports in Compacted events)
     L1/L2/L3      compactions per level
     kept          final requests that still hold the task, the edited paths, the last
                   error (message text and tool-call arguments both count)
@@ -89,6 +92,7 @@ class Run:
     prefill: int = 0
     recap_prefill: int = 0
     reprocessed: int = 0
+    recomputed: int = 0
     levels: Counter[int] = field(default_factory=Counter)
     facts: dict[str, bool] = field(default_factory=dict)
     engine_ms: list[float] = field(default_factory=list)
@@ -116,13 +120,24 @@ class Meter:
             if old is not new and old.to_dict() != new.to_dict():
                 break
             shared += 1
-        prefill = self.counter.messages(request.messages[shared:]) if shared else tokens
+        prefill = (sum(self.counter.message(m) for m in request.messages[shared:]) if shared
+                   else tokens)
         run.requests += 1
         run.over += tokens + request.max_output_tokens > self.window
         run.prefill += prefill
         if self.previous:
             run.reprocessed += max(0, prefill - max(0, tokens - self.previous_tokens))
+            run.recomputed += max(0, prefill - self._new(request.messages))
         self.previous, self.previous_tokens = request.messages, tokens
+
+    def _new(self, messages: Sequence[Message]) -> int:
+        """Tokens of the messages after the previous request's last one (the reply and
+        the results that came since): computed whatever happens to the rest."""
+        last = self.previous[-1].to_dict()
+        for index in range(len(messages) - 1, -1, -1):
+            if messages[index].to_dict() == last:
+                return sum(self.counter.message(m) for m in messages[index + 1:])
+        return 0
 
 
 def text_of(messages: Sequence[Message]) -> str:
@@ -140,6 +155,7 @@ def row(label: str, runs: Sequence[Run], keys: Sequence[str]) -> str:
     """One table row: the runs of one window (or one scenario at one window)."""
     prefill = sum(r.prefill for r in runs)
     again = sum(r.reprocessed for r in runs)
+    cached = sum(r.recomputed for r in runs)
     levels = "/".join(str(sum(r.levels[n] for r in runs)) for n in (1, 2, 3))
     ms = [m for r in runs for m in r.engine_ms]
     mean = statistics.fmean(ms) if ms else 0.0
@@ -151,13 +167,14 @@ def row(label: str, runs: Sequence[Run], keys: Sequence[str]) -> str:
     facts = " | ".join(kept(k) for k in keys)
     return (f"| {label} | {sum(r.requests for r in runs):,} | {sum(r.over for r in runs)} | "
             f"{prefill:,} ({sum(r.recap_prefill for r in runs):,}) | "
-            f"{again:,} ({100 * again / max(1, prefill):.0f} %) | {levels} | {facts} | "
+            f"{again:,} ({100 * again / max(1, prefill):.0f} %) | "
+            f"{cached:,} ({100 * cached / max(1, prefill):.0f} %) | {levels} | {facts} | "
             f"{mean:.1f} / {p95(ms):.1f} |")
 
 
 def header(first: str, keys: Sequence[str]) -> list[str]:
     names = {"task": "task kept", "paths": "edited paths kept", "error": "last error kept"}
     return [f"| {first} | requests | over window | prefill (recaps) | re-processed | "
-            f"compactions L1/L2/L3 | {' | '.join(names[k] for k in keys)} | "
+            f"recomputed | compactions L1/L2/L3 | {' | '.join(names[k] for k in keys)} | "
             "engine ms, compacting calls (mean / p95) |",
-            "|---|---:|---:|---:|---:|---|" + "---:|" * len(keys) + "---:|"]
+            "|---|---:|---:|---:|---:|---:|---|" + "---:|" * len(keys) + "---:|"]

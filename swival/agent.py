@@ -173,6 +173,13 @@ class Agent:
             self.context.add_note(CONTINUE_NOTE)
         return None
 
+    def clear(self) -> None:
+        """/clear: forget the conversation, the context's knowledge and ledger, which
+        files were read (so writes need a fresh read) and the repeated-call record."""
+        self.context.clear()
+        self.tool_ctx.read_files.clear()
+        self.tools.reset()
+
     def interrupted(self) -> TurnFinished:
         """Close an interrupted turn: answer pending tool calls with a synthetic result."""
         history = self.context.history

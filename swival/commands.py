@@ -18,7 +18,7 @@ from typing import Literal
 
 from swival.agent import Agent
 from swival.config import user_state_dir
-from swival.context.knowledge import Knowledge
+from swival.context.snapshot import Restored
 from swival.events import Compacted
 from swival.providers.factory import spent
 from swival.providers.hosted import PRICE_SOURCE
@@ -76,7 +76,9 @@ def compaction_text(event: Compacted) -> str:
     what = "Snapshot restore" if event.level == 0 else f"Level {event.level}"
     outcome = (f"saved {saved}" if saved >= 0 else
                f"{-saved} more: the pinned summary outweighs the little it replaced")
-    return f"{what}: {event.tokens_before} → {event.tokens_after} tokens ({outcome})."
+    again = (f"; the server computes {event.reprocessed} cached tokens again"
+             if event.reprocessed else "")
+    return f"{what}: {event.tokens_before} → {event.tokens_after} tokens ({outcome}{again})."
 
 
 def cmd_compact(agent: Agent, args: Sequence[str]) -> CommandReply:
@@ -95,13 +97,19 @@ def cmd_compact(agent: Agent, args: Sequence[str]) -> CommandReply:
 
 
 def cmd_save(agent: Agent, args: Sequence[str]) -> CommandReply:
-    label = " ".join(args).strip() or None
-    text = agent.context.snapshot_save(label)
-    if "saved" in text:  # the engine words it for the model; say what the user can do
-        name = f" '{label}'" if label else ""
-        text = (f"Checkpoint{name} saved. /restore collapses everything after it into a "
-                "summary written by the model; /unsave cancels it.")
-    return CommandReply(text)
+    saved = agent.context.save(" ".join(args).strip() or None)
+    name = f" '{saved.label}'" if saved.label else ""
+    previous = f" '{saved.previous}'" if saved.previous else ""
+    replaced = f" It replaces the checkpoint{previous}." if saved.replaced else ""
+    return CommandReply(f"Checkpoint{name} saved.{replaced} /restore collapses everything after "
+                        "it into a summary written by the model; /unsave cancels it.")
+
+
+REFUSALS = {
+    "empty": "Nothing to collapse since the checkpoint.",
+    "no summarizer": "No summarizer is available, so /restore cannot write a summary.",
+    "summary failed": "The model could not write a summary; nothing was collapsed.",
+}
 
 
 def cmd_restore(agent: Agent, args: Sequence[str]) -> CommandReply:
@@ -109,55 +117,59 @@ def cmd_restore(agent: Agent, args: Sequence[str]) -> CommandReply:
     flags = _flags(args, ("--force",), "/restore [--force]")
     if isinstance(flags, CommandReply):
         return flags
-    text, event = agent.context.snapshot_restore(force="--force" in flags, turn=USER_TURN)
-    if event is None:
-        if "force" in text and "--force" not in flags:
-            text += " From the prompt, that is `/restore --force`."
-        return CommandReply(text, level="warning")
-    return CommandReply(f"{text}\n{compaction_text(event)}", events=(event,))
+    outcome = agent.context.restore(force="--force" in flags, turn=USER_TURN)
+    if isinstance(outcome, Restored):
+        return CommandReply(f"Collapsed {outcome.collapsed} messages into a summary written by "
+                            f"the model; it stays pinned.\n{compaction_text(outcome.event)}",
+                            events=(outcome.event,))
+    if outcome.why == "dirty":
+        return CommandReply(
+            f"Files or commands changed things {outcome.since} ({', '.join(outcome.changes)}); "
+            "a summary would replace the record of those changes. If that is what you want, "
+            "use `/restore --force`.", level="warning")
+    return CommandReply(REFUSALS.get(outcome.why, "Nothing was collapsed."), level="warning")
 
 
 def cmd_unsave(agent: Agent, args: Sequence[str]) -> CommandReply:
-    return CommandReply(agent.context.snapshot_cancel())
+    cancelled = agent.context.cancel()
+    if not cancelled.existed:
+        return CommandReply("There is no checkpoint to cancel.")
+    name = f" '{cancelled.label}'" if cancelled.label else ""
+    return CommandReply(f"Checkpoint{name} cancelled; nothing was collapsed.")
 
 
 def cmd_clear(agent: Agent, args: Sequence[str]) -> CommandReply:
     """Forget the conversation, thinking, todos, snapshots, the ledger and which files were
     read (so writes need a fresh read)."""
-    agent.context.clear()
-    agent.tool_ctx.read_files.clear()
+    agent.clear()
     return CommandReply("Cleared the conversation, thinking, todos, snapshots, ledger and "
                         "file tracking. The transcript on disk is kept.")
 
 
 def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
-    """Usage by category against the window, then when each compaction level runs."""
-    usage = dict(agent.context.usage_breakdown())
-    window = usage.get("window", agent.context.settings.window)
-    rows = [(label, str(usage[key]), _share(usage[key], window))
-            for key, label in BREAKDOWN_LABELS.items() if key in usage]
-    used = usage.get("used", sum(usage.get(key, 0) for key in BREAKDOWN_LABELS))
-    rows.append(("= in use", str(used), _share(used, window)))
-    if "output_reserve" in usage:
-        reserve = usage["output_reserve"]
-        rows.append(("reserved for the reply", str(reserve), _share(reserve, window)))
-    free = usage.get("free", max(0, window - used))
-    rows.append(("free", str(free), _share(free, window)))
-    trigger, target = usage.get("trigger"), usage.get("target")
-    footer = f"Window {window} tokens"
-    if "input_budget" in usage:
-        footer += f"; input budget {usage['input_budget']} (the window minus the reply reserve)"
-    if trigger is not None and target is not None:
-        footer += (
-            ".\nCompaction thresholds:\n"
-            f"  level 1 (shrink old tool results) when the prompt reaches {trigger} tokens "
-            f"({_share(trigger, window)} of the window) — /compact;\n"
-            f"  level 2 (drop low-value turns for a recap) if still above {target} "
-            f"({_share(target, window)}) — /compact --drop;\n"
-            f"  level 3 (keep pinned knowledge, a recap and the last two turns) if still "
-            f"above {target}."
-        )
-    footer += "" if footer.endswith(".") else "."
+    """Usage by category against the window, when each compaction level runs, and what
+    compaction has cost the server's cache."""
+    usage = agent.context.usage()
+    window = usage.window
+    parts = zip(BREAKDOWN_LABELS.values(), (usage.system, usage.tools, usage.pinned,
+                                             usage.user, usage.assistant, usage.tool_results),
+                strict=True)
+    rows = [(label, str(value), _share(value, window)) for label, value in parts]
+    rows += [("= in use", str(usage.used), _share(usage.used, window)),
+             ("reserved for the reply", str(usage.output_reserve),
+              _share(usage.output_reserve, window)),
+             ("free", str(usage.free), _share(usage.free, window))]
+    footer = (
+        f"Window {window} tokens; input budget {usage.input_budget} (the window minus the "
+        "reply reserve).\nCompaction thresholds:\n"
+        f"  level 1 (shrink old tool results) when the prompt reaches {usage.trigger} tokens "
+        f"({_share(usage.trigger, window)} of the window) — /compact;\n"
+        f"  level 2 (drop low-value turns for a recap) if still above {usage.target} "
+        f"({_share(usage.target, window)}) — /compact --drop;\n"
+        f"  level 3 (keep pinned knowledge, a recap and the last two turns) if still "
+        f"above {usage.target}.\n"
+        f"Compactions so far: {usage.compactions}; they made the server compute "
+        f"{usage.reprocessed} cached tokens again.")
     cost = spent(agent.provider)
     if cost is not None:
         footer += f"\nCost so far: ${cost:.4f} ({PRICE_SOURCE})."
@@ -170,10 +182,7 @@ def _share(value: int, window: int) -> str:
 
 
 def cmd_todo(agent: Agent, args: Sequence[str]) -> CommandReply:
-    knowledge = agent.context.knowledge
-    if not isinstance(knowledge, Knowledge):
-        return _error("/todo needs the standard knowledge store, which this session lacks.")
-    items = knowledge.todos()
+    items = agent.context.todos()
     if not items:
         return CommandReply("The todo list is empty.")
     rows = tuple((str(i), "done" if done else "open", text) for i, text, done in items)

@@ -56,13 +56,25 @@ class ToolFinished:
 @dataclass(frozen=True)
 class Compacted:
     """History was rewritten to fit the window. `level`: 1 shrink, 2 drop, 3 nuclear;
-    0 marks a snapshot collapse requested by the model or the user."""
+    0 marks a snapshot collapse requested by the model or the user. `reprocessed`: the
+    tokens the server must compute again because of the rewrite (its cache holds the
+    previous request up to the first change)."""
 
     level: int
     reason: str
     tokens_before: int
     tokens_after: int
     turn: int
+    reprocessed: int = 0
+
+
+@dataclass(frozen=True)
+class Checkpointed:
+    """A proactive checkpoint summary, written in the background, was stored."""
+
+    turn: int
+    messages: int  # messages it summarizes
+    tokens: int  # its size
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,7 @@ Event = (
     | ToolStarted
     | ToolFinished
     | Compacted
+    | Checkpointed
     | Notice
     | TurnFinished
 )

@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from swival.events import (
+    Checkpointed,
     Compacted,
     Event,
     ModelCallFinished,
@@ -104,8 +105,14 @@ def outcome(result: ToolResult) -> str:
 
 def compaction_line(event: Compacted) -> str:
     what = "snapshot restore" if event.level == 0 else f"compaction level {event.level}"
+    again = f"; {event.reprocessed} cached tokens to recompute" if event.reprocessed else ""
     return (f"{what}: {event.tokens_before} → {event.tokens_after} tokens "
-            f"({event.reason})")
+            f"({event.reason}{again})")
+
+
+def checkpoint_line(event: Checkpointed) -> str:
+    return (f"checkpoint summary of {event.messages} messages saved ({event.tokens} tokens, "
+            "written in the background)")
 
 
 def _markdown(text: str) -> RenderableType:
@@ -257,6 +264,8 @@ class ProgressPrinter:
             )
         elif isinstance(event, Compacted):
             self.console.print(f"[yellow]{escape(compaction_line(event))}[/yellow]")
+        elif isinstance(event, Checkpointed):
+            self.console.print(f"[dim]{escape(checkpoint_line(event))}[/dim]")
         elif isinstance(event, Notice) and event.level != "error":
             style = "dim" if event.level == "info" else "yellow"
             self.console.print(f"[{style}]{escape(screen_text(event.text))}[/{style}]",
@@ -310,6 +319,8 @@ class TurnView:
             self._tool_finished(event)
         elif isinstance(event, Compacted):
             self.console.print(Text("⟳ " + compaction_line(event), style="yellow"))
+        elif isinstance(event, Checkpointed):
+            self.console.print(Text(checkpoint_line(event), style="dim"))
         elif isinstance(event, Notice):
             style = {"info": "dim", "warning": "yellow", "error": "red"}[event.level]
             self.console.print(Text(screen_text(event.text), style=style))

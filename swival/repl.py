@@ -31,7 +31,7 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
 from swival import __version__
-from swival.commands import BREAKDOWN_LABELS, COMMANDS, CommandReply, dispatch, is_command
+from swival.commands import COMMANDS, CommandReply, dispatch, is_command
 from swival.errors import SwivalError, Terminated
 from swival.providers.factory import warm_up
 from swival.redaction import Redactor
@@ -119,11 +119,6 @@ def key_bindings() -> KeyBindings:
         event.current_buffer.insert_text("\n")
 
     return bindings
-
-
-def context_in_use(usage: dict[str, int]) -> int:
-    """Tokens the next request would carry, from the engine's usage breakdown."""
-    return usage.get("used", sum(usage.get(key, 0) for key in BREAKDOWN_LABELS))
 
 
 class Repl:
@@ -287,10 +282,10 @@ class Repl:
 
     def _refresh_context(self) -> None:
         try:
-            usage = dict(self.session.agent.context.usage_breakdown())
+            used = self.session.agent.context.estimate()
         except SwivalError:
             return
-        self.status.context_tokens = context_in_use(usage)
+        self.status.context_tokens = used
 
     def _banner(self) -> None:
         info = self.session.provider.info

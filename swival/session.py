@@ -49,8 +49,8 @@ class Session:
         """A warning when the fixed overhead (system prompt, instruction files, tool
         schemas) takes more than 25 % of the window. Counting loads the tokenizer, so
         the REPL calls this off the start-up path."""
-        breakdown = self.agent.context.usage_breakdown()
-        fixed = breakdown.get("system", 0) + breakdown.get("tools", 0)
+        usage = self.agent.context.usage()
+        fixed = usage.system + usage.tools
         window = self.provider.info.window.budget_tokens
         if fixed <= OVERHEAD_WARNING_SHARE * window:
             return None

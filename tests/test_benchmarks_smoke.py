@@ -53,8 +53,8 @@ def test_replay_measures_a_recorded_run(tmp_path: Path) -> None:
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "11", "ten recorded calls and the final answer"
     assert cells[2] == "0", "no request over the window"
-    assert cells[5] != "0/0/0", "eight 2,000-token reads need compaction at 8K"
-    assert cells[6:9] == ["1/1", "1/1", "1/1"], "task, edited path and last error kept"
+    assert cells[6] != "0/0/0", "eight 2,000-token reads need compaction at 8K"
+    assert cells[7:10] == ["1/1", "1/1", "1/1"], "task, edited path and last error kept"
 
 
 def test_replay_says_where_the_runs_must_come_from(tmp_path: Path) -> None:

@@ -39,13 +39,14 @@ def reading_session(root: Path, provider: ScriptedProvider) -> Session:
 
 def test_compact_shrinks_old_tool_results_and_reports_tokens_saved(root: Path) -> None:
     session = reading_session(root, ScriptedProvider(window=32_768))
-    before = session.agent.context.usage_breakdown()["tool_results"]
+    before = session.agent.context.usage().tool_results
     result = dispatch("/compact", session.agent)
     assert result.level == "info" and result.events and result.events[0].level == 1
     event = result.events[0]
     assert event.tokens_after < event.tokens_before
     assert f"saved {event.tokens_before - event.tokens_after}" in result.text
-    assert session.agent.context.usage_breakdown()["tool_results"] < before
+    assert session.agent.context.usage().tool_results < before
+    assert "cached tokens again" in result.text or event.reprocessed == 0
 
 
 def test_compact_with_nothing_to_do_says_so(root: Path) -> None:
@@ -109,8 +110,9 @@ def test_unsave_cancels_the_checkpoint(root: Path) -> None:
     session = make_session(root, ScriptedProvider())
     dispatch("/save here", session.agent)
     text = dispatch("/unsave", session.agent).text
-    assert text and session.agent.context.snapshot_status() != ""
-    assert "here" not in session.agent.context.snapshot_status()
+    assert text == "Checkpoint 'here' cancelled; nothing was collapsed."
+    assert not session.agent.context.status().checkpoint
+    assert dispatch("/unsave", session.agent).text == "There is no checkpoint to cancel."
 
 
 def test_clear_resets_history_todos_and_file_tracking(root: Path) -> None:
@@ -145,11 +147,12 @@ def test_context_shows_every_category_against_the_window_and_thresholds(root: Pa
     for label in ("system prompt", "tool schemas", "pinned knowledge", "user messages",
                   "assistant messages", "tool results", "= in use", "free"):
         assert label in labels
-    usage = session.agent.context.usage_breakdown()
+    usage = session.agent.context.usage()
     tool_row = next(row for row in result.rows if row[0] == "tool results")
-    assert tool_row[1] == str(usage["tool_results"])
-    assert tool_row[2] == f"{100 * usage['tool_results'] / 16_384:.1f}%"
-    assert f"reaches {usage['trigger']} tokens" in result.footer
+    assert tool_row[1] == str(usage.tool_results)
+    assert tool_row[2] == f"{100 * usage.tool_results / 16_384:.1f}%"
+    assert f"reaches {usage.trigger} tokens" in result.footer
+    assert "Compactions so far: 0; they made the server compute 0 cached tokens" in result.footer
     assert "level 2" in result.footer and "level 3" in result.footer
 
 

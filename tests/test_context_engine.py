@@ -1,89 +1,128 @@
-"""The context engine end to end, with stand-ins for knowledge and snapshots."""
+"""The context engine through its public calls, with the real knowledge store, ledger
+and transcript: what reaches the model, when and how compaction rewrites it, what
+it costs the server's cache, and what survives."""
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from test_context_doubles import (
-    COUNTER,
-    FakeKnowledge,
-    FakeScope,
-    code_text,
-    fake_collapse,
-    make_engine,
-    tool_turn,
-)
 
 from swival.context.engine import ContextEngine, ContextSettings, Extras
+from swival.context.knowledge import Knowledge
+from swival.context.tokens import TokenCounter
 from swival.effects import SnapshotEffect, ThinkEffect
 from swival.errors import ContextExhausted, ContextOverflowError
-from swival.messages import Message, ToolCall, ToolResult, Usage
+from swival.events import Checkpointed, Compacted
+from swival.messages import Message, ToolCall, ToolResult
+from swival.tools.catalog import default_tools
+from swival.tools.registry import ToolRegistry
+from tests.e2e import assert_valid_chat
+
+COUNTER = TokenCounter()
+SCHEMAS = ToolRegistry(default_tools()).schemas()
 
 
-def assert_pairs_intact(messages: Sequence[Message]) -> None:
-    """Every tool message answers a call of the nearest preceding assistant message."""
-    open_ids: set[str] = set()
-    for m in messages:
-        if m.role == "assistant":
-            open_ids = {c.id for c in m.tool_calls}
-        elif m.role == "tool":
-            assert m.tool_call_id in open_ids, f"orphan tool result {m.tool_call_id}"
-            open_ids.discard(m.tool_call_id or "")
+def make_engine(tmp_path: Path, window: int = 8192, *, summarize: object = None,
+                proactive: bool = False, state: bool = True) -> ContextEngine:
+    folder = tmp_path / ".swival"
+    return ContextEngine(
+        ContextSettings(window=window, proactive_summaries=proactive),
+        "You are a coding agent. Be brief.", SCHEMAS, knowledge=Knowledge(folder),
+        state_dir=folder if state else None, summarize=summarize,  # type: ignore[arg-type]
+        extras=Extras(counter=COUNTER))
 
 
-def test_prefix_stable_without_compaction() -> None:
-    engine, knowledge = make_engine(window=32768)
+def code_text(lines: int, seed: int = 0) -> str:
+    return "\n".join(f"def func_{seed}_{i}(x):  return x * {i} + {seed}  # line {i}"
+                     for i in range(lines))
+
+
+def step(engine: ContextEngine, n: int, kind: str, body: str, meta: dict | None = None,
+         prepare: bool = True) -> list[object]:
+    """One model call (optionally prepared), one tool call and its result, the batch gate."""
+    events: list[object] = list(engine.prepare(n).events) if prepare else []
+    if kind == "file":
+        call = ToolCall(f"c{n}", "read_file", {"file_path": f"src/f{n}.py"})
+        meta = meta or {"kind": "file", "path": f"src/f{n}.py", "lines": body.count("\n") + 1}
+    else:
+        call = ToolCall(f"c{n}", "run_command", {"command": f"make t{n}"})
+        meta = meta or {"kind": "command", "exit_code": 0, "command": f"make t{n}"}
+    engine.add_assistant(Message("assistant", f"step {n}", tool_calls=(call,)))
+    engine.add_tool_result(call, ToolResult(body, meta=meta), read_only=kind == "file")
+    return events + engine.after_tool_batch(n)
+
+
+def wire(messages: Sequence[Message]) -> list[dict[str, object]]:
+    return [m.to_dict() for m in messages]
+
+
+def test_requests_only_grow_between_compactions(tmp_path: Path) -> None:
+    """Append-only until a rewrite; the read-only nudge (after five reading batches)
+    rides on the newest result, which had not been sent yet."""
+    engine = make_engine(tmp_path, 32768)
     engine.add_user("explain src/f1.py")
     previous: list[dict[str, object]] = []
-    for n in range(1, 12):
-        if n == 5:
-            knowledge.notes.append("[reminder: 2 todo items open]")
+    for n in range(1, 10):
         prepared = engine.prepare(n)
-        current = [m.to_dict() for m in prepared.messages]
-        assert current[: len(previous)] == previous, f"request {n} rewrote its prefix"
+        current = wire(prepared.messages)
+        assert current[:len(previous)] == previous, f"request {n} rewrote its prefix"
         assert not prepared.events
         previous = current
-        tool_turn(engine, n, "read_file", code_text(20, n))
-    carriers = [m for m in engine.prepare(12).messages if "[reminder: 2 todo" in m.content]
-    assert len(carriers) == 1 and carriers[0].role == "tool"
-    assert carriers[0].tool_call_id == "c5"
+        step(engine, n, "file", code_text(20, n), prepare=False)
+    carriers = [m for m in engine.messages() if "only read or searched" in m.content]
+    assert len(carriers) == 1 and carriers[0].role == "tool" and carriers[0].tool_call_id == "c5"
 
 
-def test_compaction_keeps_prompt_under_window_and_reaches_target() -> None:
-    engine, _ = make_engine(window=8192)
+def test_compaction_keeps_the_prompt_in_the_window_and_valid(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path)
     engine.add_user("fix the failing test")
-    shrunk: list[Message] = []
+    events: list[object] = []
     for n in range(1, 40):
         prepared = engine.prepare(n)
-        assert prepared.estimated_tokens <= engine.budget.input_budget
-        assert prepared.max_output_tokens >= 256
-        assert_pairs_intact(prepared.messages)
-        shrunk += [m for m in prepared.messages if "content compacted" in m.content]
-        tool_turn(engine, n, "read_file", code_text(50, n))
-    assert shrunk and shrunk[0].content.startswith("[read_file: src/f")
+        assert prepared.estimated_tokens + prepared.max_output_tokens <= 8192
+        assert_valid_chat(wire(prepared.messages[1:]))
+        events += step(engine, n, "file", code_text(50, n), prepare=False)
+    compactions = [e for e in events if isinstance(e, Compacted)]
+    assert compactions and compactions[0].level == 1
+    assert compactions[0].reason == "after tool results"
+    assert compactions[0].tokens_after <= engine.budget.target < compactions[0].tokens_before
     assert engine.estimate() <= engine.budget.trigger
+    shrunk = [m for m in engine.messages() if "content compacted" in m.content]
+    assert shrunk and shrunk[0].content.startswith("[read_file: src/f")
 
 
-def test_events_report_level_and_tokens() -> None:
-    engine, _ = make_engine(window=8192)
-    engine.add_user("task")
-    events = []
-    for n in range(1, 8):
-        engine.prepare(n)
-        call = ToolCall(id=f"c{n}", name="read_file", arguments={"path": f"f{n}"})
-        engine.add_assistant(Message(role="assistant", tool_calls=(call,)))
-        engine.add_tool_result(call, ToolResult(code_text(60, n), meta={"kind": "file"}),
-                               read_only=True)
-        events += engine.after_tool_batch(n)
-    assert events and events[0].level == 1 and events[0].reason == "after tool results"
-    assert events[0].tokens_after < events[0].tokens_before
-    assert events[0].tokens_after <= engine.budget.target
+def test_a_rewrite_reports_what_the_server_computes_again(tmp_path: Path) -> None:
+    """The figure in the Compacted event is what the next request really makes the
+    server compute again: what follows the prefix it shares with the previous request,
+    less the messages that are new anyway. The system prompt and the turns before the
+    first change are not part of it."""
+    engine = make_engine(tmp_path, 16384)
+    engine.add_user("read everything")
+    checked = 0
+    previous = engine.prepare(0).messages
+    for n in range(1, 40):
+        events = [e for e in step(engine, n, "file", code_text(60, n), prepare=False)
+                  if isinstance(e, Compacted)]
+        current = engine.prepare(n).messages
+        if events:
+            shared = next(i for i, (a, b) in enumerate(zip(previous, current, strict=False))
+                          if a.to_dict() != b.to_dict())
+            new = next(i for i in range(len(current) - 1, -1, -1)
+                       if current[i].to_dict() == previous[-1].to_dict()) + 1
+            again = sum(COUNTER.message(m) for m in current[shared:new])
+            assert sum(e.reprocessed for e in events) == again
+            assert shared >= 2 and again < sum(COUNTER.message(m) for m in current[1:])
+            checked += 1
+        previous = current
+    assert checked >= 2
+    assert engine.usage().compactions == checked
 
 
-def test_level2_recap_uses_summarizer_and_keeps_user_messages(tmp_path: Path) -> None:
+def test_level_two_recaps_with_the_summarizer_and_keeps_requests(tmp_path: Path) -> None:
     seen: list[str] = []
 
     def summarize(instructions: str, messages: Sequence[Message]) -> str:
@@ -91,56 +130,58 @@ def test_level2_recap_uses_summarizer_and_keeps_user_messages(tmp_path: Path) ->
         assert COUNTER.text(instructions + messages[0].content) < 6964
         return "## Task\nfix bug\n## Decisions\nnone"
 
-    engine, _ = make_engine(window=8192, summarize=summarize, state_dir=tmp_path)
+    engine = make_engine(tmp_path, summarize=summarize)
     engine.add_user("first request: fix bug in src/app.py")
     for n in range(1, 30):
         if n % 10 == 0:
             engine.add_user(f"also request {n}")
-        engine.prepare(n)
-        tool_turn(engine, n, "run_command", f"out {n}\n" + "x" * 900)
+        step(engine, n, "command", f"out {n}\n" + "x" * 900)
     event = engine.compact(2, "/compact --drop", 30)
     assert event is not None and event.level == 2
     assert seen and "factual recap" in seen[0] and str(engine.transcript_path) in seen[0]
-    texts = [m.content for m in engine.history if m.role == "user"]
-    assert any("also request 10" in t for t in texts) and any("also request 20" in t for t in texts)
+    users = [m.content for m in engine.history if m.role == "user"]
+    assert any("also request 10" in t for t in users) and any("also request 20" in t for t in users)
     pinned = engine.messages()[1].content
     assert "## Recap of earlier work" in pinned and "fix bug" in pinned
-    assert "first request: fix bug in src/app.py" in pinned  # the ledger
+    assert "first request: fix bug in src/app.py" in pinned
 
 
-def test_recap_fallbacks_checkpoint_then_marker() -> None:
-    engine, knowledge = make_engine(window=8192, summarize=lambda i, m: None)
+def test_recap_falls_back_to_checkpoints_then_one_marker(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path, summarize=lambda i, m: None)
     engine.add_user("task")
     for n in range(1, 12):
-        tool_turn(engine, n, "run_command", "y" * 500)
-    knowledge.checkpoints.append("checkpoint: found the bug in parse()")
+        step(engine, n, "command", "y" * 500)
+    engine.knowledge.add_checkpoint("checkpoint: found the bug in parse()", 1)
     engine.compact(2, "test", 12)
     assert "checkpoint: found the bug in parse()" in engine.messages()[1].content
-    engine2, _ = make_engine(window=8192)
-    engine2.add_user("task")
-    for n in range(1, 12):
-        tool_turn(engine2, n, "run_command", "y" * 500)
-    engine2.compact(2, "test", 12)
-    assert "earlier messages were removed" in engine2.messages()[1].content
+    plain = make_engine(tmp_path / "plain")
+    plain.add_user("task")
+    for n in range(1, 30):
+        step(plain, n, "command", "y" * 500 + f" {n}", prepare=False)
+    plain.compact(2, "test", 30)
+    for _ in range(3):  # deeper, one level per overflow, until nothing is left
+        try:
+            plain.on_overflow(ContextOverflowError("again"), 31)
+        except ContextExhausted:
+            break
+    markers = [m for m in plain.messages()[1].content.split("\n")
+               if "earlier messages were removed" in m]
+    assert len(markers) == 1, "markers merge into one count"
 
 
-def test_nothing_fits_raises_context_exhausted() -> None:
+def test_nothing_fits_raises_context_exhausted(tmp_path: Path) -> None:
     engine = ContextEngine(ContextSettings(window=1024), "rules " * 900, [],
-                           knowledge=FakeKnowledge(),
-                           state_dir=None,
-                           extras=Extras(counter=COUNTER, scope=FakeScope(),
-                                         collapse=fake_collapse))
+                           knowledge=Knowledge(None), state_dir=None)
     engine.add_user("hello")
     with pytest.raises(ContextExhausted, match="larger context window"):
         engine.prepare(1)
 
 
-def test_overflow_recalibrates_and_compacts_deeper() -> None:
-    engine, _ = make_engine(window=8192)
+def test_overflow_recalibrates_and_compacts_deeper(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path)
     engine.add_user("task")
     for n in range(1, 6):
-        engine.prepare(n)
-        tool_turn(engine, n, "read_file", code_text(30, n))
+        step(engine, n, "file", code_text(30, n))
     prepared = engine.prepare(6)
     events = engine.on_overflow(
         ContextOverflowError("too long", prompt_tokens=9000, window=8192), 6)
@@ -151,138 +192,172 @@ def test_overflow_recalibrates_and_compacts_deeper() -> None:
             engine.on_overflow(ContextOverflowError("again"), 6)
 
 
-def test_record_usage_calibrates_within_clamp() -> None:
-    engine, _ = make_engine()
-    engine.add_user("hello there")
-    prepared = engine.prepare(1)
-    engine.record_usage(Usage(prompt_tokens=prepared.estimated_tokens * 2), prepared)
-    assert 1.1 < engine.calibration.factor < 1.3
-    for _ in range(50):
-        engine.record_usage(Usage(prompt_tokens=prepared.estimated_tokens * 3), prepared)
-    assert engine.calibration.factor <= 3.0
-
-
-def test_big_result_is_capped_and_spilled(tmp_path: Path) -> None:
-    engine, _ = make_engine(window=8192, state_dir=tmp_path)
-    engine.add_user("run the tests")
-    call = ToolCall(id="c1", name="run_command", arguments={"command": "pytest"})
-    engine.add_assistant(Message(role="assistant", tool_calls=(call,)))
-    body = "START\n" + "\n".join(f"test_{i} PASSED" for i in range(5000)) + "\nEND 3 failed"
-    seen = engine.add_tool_result(call, ToolResult(body, meta={"kind": "command",
-                                                              "exit_code": 1}), read_only=False)
-    assert COUNTER.text(seen.content) <= int(engine.budget.input_budget * 0.2)
-    assert seen.content.startswith("START") and "END 3 failed" in seen.content
-    spilled = Path(seen.meta["spill_path"])
-    assert spilled.parent == tmp_path / "out" / engine.session_id
-    assert spilled.read_text() == body
-    assert engine.history[-1].content == seen.content
-
-
-def test_transcript_records_everything_and_resumes(tmp_path: Path) -> None:
-    engine, _ = make_engine(window=8192, state_dir=tmp_path)
-    engine.add_user("fix src/app.py")
-    for n in range(1, 12):
-        engine.prepare(n)
-        meta = {"kind": "command", "exit_code": 1, "changed": [["src/app.py", "modified"]]}
-        tool_turn(engine, n, "run_command", f"ValueError: bad {n}\n" + code_text(40, n), meta)
-    path = engine.transcript_path
-    assert path is not None and path.parent == tmp_path / "sessions"
-    records = [json.loads(line) for line in path.read_text().splitlines()]
-    kinds = {r["type"] for r in records}
-    assert {"message", "compacted", "history"} <= kinds
-    assert sum(1 for r in records if r["type"] == "message") == 1 + 2 * 11
-    resumed, knowledge = make_engine(window=8192, state_dir=tmp_path)
-    assert resumed.load_transcript(path) == len(engine.history)
-    assert [m.to_dict() for m in resumed.history] == [m.to_dict() for m in engine.history]
-    assert "ValueError: bad 11" in resumed.messages()[1].content  # ledger rebuilt
-    assert knowledge.reloaded == 1 and resumed.session_id == path.stem
-    resumed.add_user("next")
-    assert json.loads(path.read_text().splitlines()[-1])["message"]["content"] == "next"
-
-
-def test_ledger_survives_nuclear_compaction() -> None:
-    engine, _ = make_engine(window=8192)
+def test_the_ledger_survives_the_deepest_compaction(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path)
     engine.add_user("THE TASK: make parse() accept empty input")
     for n in range(1, 20):
-        meta = {"kind": "command", "exit_code": 2, "changed": [[f"src/m{n}.py", "modified"]]}
-        tool_turn(engine, n, "run_command", f"TypeError: oops {n}\n" + "q" * 300, meta)
-    engine._compact_down(20, "test", 3)
+        meta = {"kind": "command", "exit_code": 2, "command": f"make t{n}",
+                "changed": [[f"src/m{n}.py", "modified"]]}
+        step(engine, n, "command", f"TypeError: oops {n}\n" + "q" * 300, meta, prepare=False)
+    levels = []
+    while not levels or levels[-1] < 3:
+        levels += [e.level for e in engine.on_overflow(ContextOverflowError("full"), 20)]
     assert len(engine.history) == 4  # the last two turns
     pinned = engine.messages()[1].content
     assert "THE TASK: make parse() accept empty input" in pinned
     assert "src/m19.py (modified)" in pinned and "TypeError: oops 19" in pinned
-    assert_pairs_intact(engine.messages())
+    assert_valid_chat(wire(engine.messages()[1:]))
 
 
-def test_effects_think_and_snapshot_restore() -> None:
-    engine, knowledge = make_engine()
-    engine.add_user("investigate")
-    for n in range(1, 4):
-        tool_turn(engine, n, "read_file", code_text(40, n))
-    think = ToolCall(id="t", name="think", arguments={})
-    result, events = engine.apply_effect(think, ToolResult("", effect=ThinkEffect("idea")), 4)
-    assert result.content == "noted: idea" and not events
-    snap = ToolCall(id="s", name="snapshot", arguments={})
-    engine.add_assistant(Message(role="assistant", tool_calls=(snap,)))
-    before = engine.estimate()
-    effect = SnapshotEffect("restore", summary="parse() lacks a None check")
-    result, events = engine.apply_effect(snap, ToolResult("", effect=effect), 5)
-    assert not result.is_error and events and events[0].level == 0
-    assert events[0].reason == "snapshot restore" and engine.estimate() < before
-    engine.add_tool_result(snap, result, read_only=True)
-    assert_pairs_intact(engine.messages())
-    assert "parse() lacks a None check" in engine.messages()[1].content
+def test_pinned_block_does_not_repeat_a_request_still_shown(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path)
+    engine.add_user("THE TASK: make parse() accept empty input")
+    for n in range(1, 25):
+        step(engine, n, "command", f"out {n}\n" + "v" * 250, prepare=False)
+    engine.compact(2, "test", 25)
+    head = engine.messages()[1]  # the pinned block, folded into the first user message
+    assert head.role == "user" and head.content.count("THE TASK") == 1
+    assert "(still in the conversation)" in head.content
 
 
-def test_snapshot_restore_needs_summary_and_force_when_dirty() -> None:
-    engine, _ = make_engine()
-    engine.add_user("edit")
-    tool_turn(engine, 1, "run_command", "done")
-    snap = ToolCall(id="s", name="snapshot", arguments={})
-    result, _ = engine.apply_effect(snap, ToolResult("", effect=SnapshotEffect("restore")), 2)
-    assert result.is_error and "summary" in result.content
-    effect = SnapshotEffect("restore", summary="s")
-    result, events = engine.apply_effect(snap, ToolResult("", effect=effect), 2)
-    assert result.is_error and "force" in result.content and not events
+def test_shrunk_failure_keeps_its_error_line(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path, 16384)
+    engine.add_user("fix the tests")
+    failing = ("collected 9 items\n" + "progress line\n" * 40
+               + "E   AssertionError: 3 != 4\n" + "more output\n" * 40 + "1 failed, 8 passed\n")
+    step(engine, 1, "command", failing, {"kind": "command", "exit_code": 1, "command": "pytest"})
+    for n in range(2, 60):
+        step(engine, n, "command", "ok\n" + "w" * 900)
+        if "characters compacted" in engine.history[2].content:
+            break
+    assert "E   AssertionError: 3 != 4" in engine.history[2].content
 
 
-def test_usage_breakdown_and_clear() -> None:
-    engine, knowledge = make_engine()
-    engine.add_user("hello")
-    tool_turn(engine, 1, "read_file", code_text(10))
-    usage = engine.usage_breakdown()
-    for key in ("system", "tools", "pinned", "user", "assistant", "tool_results", "free",
-                "window", "input_budget", "trigger", "target"):
-        assert key in usage
-    assert usage["window"] == 8192 and usage["tool_results"] > usage["user"] > 0
-    engine.clear()
-    assert engine.history == () and knowledge.cleared == 1
-    assert engine.usage_breakdown()["tool_results"] == 0
+def test_big_result_is_capped_and_spilled(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path)
+    engine.add_user("run the tests")
+    call = ToolCall("c1", "run_command", {"command": "pytest"})
+    engine.add_assistant(Message("assistant", tool_calls=(call,)))
+    body = "START\n" + "\n".join(f"test_{i} PASSED" for i in range(5000)) + "\nEND 3 failed"
+    seen = engine.add_tool_result(call, ToolResult(body, meta={"kind": "command",
+                                                               "exit_code": 1}), read_only=False)
+    assert COUNTER.text(seen.content) <= int(engine.budget.input_budget * 0.2)
+    assert seen.content.startswith("START") and "END 3 failed" in seen.content
+    spilled = Path(seen.meta["spill_path"])
+    assert spilled.parent == tmp_path / ".swival" / "out" / engine.session_id
+    assert spilled.read_text() == body and engine.history[-1].content == seen.content
 
 
-def test_huge_user_message_is_capped(tmp_path: Path) -> None:
-    engine, _ = make_engine(window=8192, state_dir=tmp_path)
+def test_huge_request_is_capped(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path)
     engine.add_user("please review:\n" + code_text(2000))
     assert COUNTER.text(engine.history[0].content) <= engine.budget.input_budget // 2
     assert "saved to" in engine.history[0].content
     engine.prepare(1)
 
 
-def test_proactive_summaries_store_checkpoints() -> None:
-    engine, knowledge = make_engine(window=16384, proactive=True,
-                                    summarize=lambda i, m: "checkpoint recap")
+def test_transcript_records_everything_and_resumes(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path)
+    engine.add_user("fix src/app.py")
+    for n in range(1, 12):
+        meta = {"kind": "command", "exit_code": 1, "command": f"make t{n}",
+                "changed": [["src/app.py", "modified"]]}
+        step(engine, n, "command", f"ValueError: bad {n}\n" + code_text(40, n), meta)
+    path = engine.transcript_path
+    assert path is not None and path.parent == tmp_path / ".swival" / "sessions"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert {"message", "compacted", "history"} <= {r["type"] for r in records}
+    assert sum(1 for r in records if r["type"] == "message") == 1 + 2 * 11
+    resumed = make_engine(tmp_path)
+    assert resumed.load_transcript(path) == len(engine.history)
+    assert wire(resumed.history) == wire(engine.history)
+    assert "ValueError: bad 11" in resumed.messages()[1].content  # ledger rebuilt
+    assert resumed.session_id == path.stem
+    resumed.add_user("next")
+    assert json.loads(path.read_text().splitlines()[-1])["message"]["content"] == "next"
+
+
+def test_think_and_snapshot_restore_through_effects(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path)
+    engine.add_user("investigate")
+    for n in range(1, 4):
+        step(engine, n, "file", code_text(40, n))
+    think = ToolCall("t", "think", {})
+    engine.add_assistant(Message("assistant", tool_calls=(think,)))
+    result, events = engine.apply_effect(think, ToolResult("", effect=ThinkEffect("idea")), 4)
+    assert result.content.startswith("Step 1") and not events
+    engine.add_tool_result(think, result, read_only=True)
+    snap = ToolCall("s", "snapshot", {})
+    engine.add_assistant(Message("assistant", tool_calls=(snap,)))
+    before = engine.estimate()
+    effect = SnapshotEffect("restore", summary="parse() lacks a None check")
+    result, events = engine.apply_effect(snap, ToolResult("", effect=effect), 5)
+    assert not result.is_error and events and events[0].level == 0
+    assert events[0].reason == "snapshot restore" and engine.estimate() < before
+    engine.add_tool_result(snap, result, read_only=True)
+    assert_valid_chat(wire(engine.messages()[1:]))
+    assert "parse() lacks a None check" in engine.messages()[1].content
+
+
+def test_restore_needs_a_summary_and_force_over_changes(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path)
+    engine.add_user("edit")
+    step(engine, 1, "file", code_text(5))
+    engine.save("before the edit")
+    step(engine, 2, "command", "done")  # not read-only: the scope is dirty
+    snap = ToolCall("s", "snapshot", {})
+    engine.add_assistant(Message("assistant", tool_calls=(snap,)))
+    result, _ = engine.apply_effect(snap, ToolResult("", effect=SnapshotEffect("restore")), 3)
+    assert result.is_error and "summary" in result.content
+    effect = SnapshotEffect("restore", summary="made t2 and read f1")
+    result, events = engine.apply_effect(snap, ToolResult("", effect=effect), 3)
+    assert result.is_error and "force=true" in result.content and "run_command" in result.content
+    assert not events
+    forced = SnapshotEffect("restore", summary="made t2 and read f1", force=True)
+    result, events = engine.apply_effect(snap, ToolResult("", effect=forced), 3)
+    assert not result.is_error and events
+
+
+def test_usage_and_clear(tmp_path: Path) -> None:
+    engine = make_engine(tmp_path)
+    engine.add_user("hello")
+    step(engine, 1, "file", code_text(10))
+    usage = engine.usage()
+    assert usage.window == 8192 and usage.tool_results > usage.user > 0
+    assert usage.used == engine.estimate() and usage.free == usage.input_budget - usage.used
+    engine.knowledge.apply(ThinkEffect("a thought"), 1)
+    engine.clear()
+    assert engine.history == () and engine.usage().tool_results == 0
+    assert engine.knowledge.pinned_sections() == []
+
+
+def test_proactive_summaries_run_in_the_background(tmp_path: Path) -> None:
+    """A checkpoint every ten model calls, written while the turns go on; it is stored
+    and reported the next time the engine runs."""
+    gate, started = threading.Event(), threading.Event()
+
+    def summarize(instructions: str, messages: Sequence[Message]) -> str:
+        started.set()
+        gate.wait(10)
+        return "checkpoint recap"
+
+    engine = make_engine(tmp_path, 32768, summarize=summarize, proactive=True)
     engine.add_user("long task")
+    events: list[object] = []
     for n in range(1, 10):
-        tool_turn(engine, n, "run_command", "ok")
-    engine.end_turn(9)
-    assert knowledge.checkpoints == []
-    tool_turn(engine, 10, "run_command", "ok")  # inside one long request, every 10 calls
-    assert knowledge.checkpoints == ["checkpoint recap"]
-    for n in range(11, 20):
-        tool_turn(engine, n, "run_command", "ok")
-    engine.end_turn(19)
-    assert knowledge.checkpoints == ["checkpoint recap"]
-    engine.end_turn(20)
-    assert knowledge.checkpoints == ["checkpoint recap"] * 2
-
-
+        events += step(engine, n, "command", "ok")
+    assert not started.is_set()
+    events += step(engine, 10, "command", "ok")
+    assert started.wait(5), "the tenth call hands the summary to the background"
+    for n in range(11, 15):  # the summary is being written: the turns do not wait
+        events += step(engine, n, "command", "ok")
+    assert not [e for e in events if isinstance(e, Checkpointed)]
+    gate.set()
+    done: list[Checkpointed] = []
+    for _ in range(200):  # until the background has finished (end_turn collects)
+        done = [e for e in engine.end_turn(15) if isinstance(e, Checkpointed)]
+        if done:
+            break
+        threading.Event().wait(0.02)
+    assert len(done) == 1 and done[0].messages == 21 and done[0].tokens > 0  # 10 turns
+    assert "checkpoint recap" in engine.knowledge.checkpoint_text()  # type: ignore[operator]

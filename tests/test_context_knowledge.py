@@ -237,50 +237,50 @@ def test_reloaded_list_reminds_three_turns_after_resume(tmp_path: Path) -> None:
 def test_nudge_after_five_read_only_turns_not_repeated_until_broken() -> None:
     k = Knowledge(None)
     for turn in range(1, 5):
-        k.observe_batch(turn, ["read_file"], True)
+        k.observe_batch(turn, 1, True)
         assert k.tail_notes(turn) == []
-    k.observe_batch(5, ["grep", "think"], True)
+    k.observe_batch(5, 2, True)
     notes = k.tail_notes(5)
     assert len(notes) == 1 and "snapshot" in notes[0] and "restore" in notes[0]
     for turn in range(6, 15):
-        k.observe_batch(turn, ["read_file"], True)
+        k.observe_batch(turn, 1, True)
         assert k.tail_notes(turn) == []
-    k.observe_batch(15, ["read_file", "edit_file"], False)
+    k.observe_batch(15, 2, False)
     assert k.tail_notes(15) == []
     for turn in range(16, 20):
-        k.observe_batch(turn, ["list_files"], True)
+        k.observe_batch(turn, 1, True)
         assert k.tail_notes(turn) == []
-    k.observe_batch(20, ["read_file"], True)
+    k.observe_batch(20, 1, True)
     assert len(k.tail_notes(20)) == 1
 
 
 def test_a_write_inside_the_streak_restarts_the_count() -> None:
     k = Knowledge(None)
     for turn in range(1, 5):
-        k.observe_batch(turn, ["read_file"], True)
-    k.observe_batch(5, ["run_command"], False)
+        k.observe_batch(turn, 1, True)
+    k.observe_batch(5, 1, False)
     for turn in range(6, 10):
-        k.observe_batch(turn, ["read_file"], True)
+        k.observe_batch(turn, 1, True)
         assert k.tail_notes(turn) == []
-    k.observe_batch(10, ["read_file"], True)
+    k.observe_batch(10, 1, True)
     assert len(k.tail_notes(10)) == 1
 
 
 def test_restore_ends_the_read_streak() -> None:
     k = Knowledge(None)
     for turn in range(1, 5):
-        k.observe_batch(turn, ["read_file"], True)
+        k.observe_batch(turn, 1, True)
     k.add_snapshot_summary(None, "findings", 5)
-    k.observe_batch(5, ["snapshot"], True)
+    k.observe_batch(5, 1, True)
     assert k.tail_notes(5) == []
 
 
 def test_empty_batch_changes_nothing() -> None:
     k = Knowledge(None)
     for turn in range(1, 5):
-        k.observe_batch(turn, ["read_file"], True)
-    k.observe_batch(5, [], False)
-    k.observe_batch(6, ["grep"], True)
+        k.observe_batch(turn, 1, True)
+    k.observe_batch(5, 0, False)
+    k.observe_batch(6, 1, True)
     assert len(k.tail_notes(6)) == 1
 
 
@@ -302,7 +302,7 @@ def test_snapshot_summary_returns_stored_text() -> None:
     k = Knowledge(None)
     assert k.add_snapshot_summary(None, "  root cause: parser.py:142  ", 3) == \
         "root cause: parser.py:142"
-    assert "**snapshot** (turn 3): root cause: parser.py:142" in k.pinned_sections()[0]
+    assert "**summary** (turn 3): root cause: parser.py:142" in k.pinned_sections()[0]
 
 
 def test_checkpoints_consolidate_oldest_half() -> None:

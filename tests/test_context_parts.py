@@ -6,13 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
-from test_context_doubles import code_text
 
-from swival.context import caps, compaction
+from swival.context import caps, passes
 from swival.context.budget import Budget
 from swival.context.calibration import Calibration, Reading
-from swival.context.compaction import ResultInfo
 from swival.context.errorlines import error_lines
+from swival.context.history import Facts, History
 from swival.context.ledger import Ledger, error_line
 from swival.context.tokens import TokenCounter, litellm_tokenizer_dir, load_encoder
 from swival.context.transcript import Transcript, new_session_id, replay
@@ -20,6 +19,11 @@ from swival.messages import Message, ToolCall, ToolResult
 from swival.state import spill_text
 
 COUNTER = TokenCounter()
+
+
+def code_text(lines: int, seed: int = 0) -> str:
+    return "\n".join(f"def func_{seed}_{i}(x):  return x * {i} + {seed}  # line {i}"
+                     for i in range(lines))
 
 
 def test_tiktoken_is_used_offline_from_litellm_copies() -> None:
@@ -86,10 +90,11 @@ def test_command_preview_is_head_and_tail(tmp_path: Path) -> None:
 
 def test_file_preview_is_head_with_offset(tmp_path: Path) -> None:
     body = code_text(400)
-    text, _ = _cap(body, {"kind": "file", "path": "big.py"}, tmp_path)
+    meta = {"kind": "file", "path": "big.py", "continue": "read big.py from line {line}"}
+    text, _ = _cap(body, meta, tmp_path)
     shown = text.split("\n[output cut")[0].count("\n") + 1
     assert text.startswith("def func_0_0")
-    assert f"read_file file_path=big.py offset={shown + 1}" in text
+    assert f"continue with read big.py from line {shown + 1}" in text  # the tool's words
 
 
 def test_matches_preview_keeps_leading_matches(tmp_path: Path) -> None:
@@ -117,7 +122,8 @@ def test_ledger_records_requests_files_commands_errors() -> None:
     ledger.record_user("and add a test")
     call = ToolCall(id="1", name="run_command", arguments={"command": "pytest -x tests"})
     out = "collected 3 items\nE   AssertionError: 1 != 2\nFAILED tests/t.py::test_a - x\n"
-    ledger.record_result(call, ToolResult(out, meta={"kind": "command", "exit_code": 1}))
+    ledger.record_result(call, ToolResult(out, meta={"kind": "command", "exit_code": 1,
+                                                      "command": call.arguments["command"]}))
     write = ToolCall(id="2", name="write_file", arguments={"path": "new.py"})
     ledger.record_result(write, ToolResult("ok", meta={"changed": [["new.py", "created"]]}))
     ledger.record_result(write, ToolResult("ok", meta={"changed": [["new.py", "modified"]]}))
@@ -166,7 +172,8 @@ def test_error_lines_ignore_look_alikes() -> None:
 
 def _run(ledger: Ledger, command: str, out: str, exit_code: int | None = 1) -> None:
     call = ToolCall(id="x", name="run_command", arguments={"command": command})
-    ledger.record_result(call, ToolResult(out, meta={"kind": "command", "exit_code": exit_code}))
+    ledger.record_result(call, ToolResult(out, meta={"kind": "command", "exit_code": exit_code,
+                                                      "command": command}))
 
 
 def test_ledger_keeps_newest_outcome_per_command() -> None:
@@ -208,67 +215,70 @@ def test_ledger_requests_once_and_not_repeated_when_shown() -> None:
 def test_shrunk_command_keeps_its_error_lines() -> None:
     body = "\n".join(f"collecting line {i}" for i in range(60))
     text = body[:1000] + "\n" + PYTEST_RUN + body
-    info = ResultInfo(name="run_command", kind="command")
-    record = compaction.result_record(Message(role="tool", content=text), info)
+    record = passes.record(Message(role="tool", content=text),
+                           Facts("run_command", kind="command"))
     assert len(record) < len(text) // 2
     assert "E       TypeError: Unexpected keyword arguments passed" in record
     assert "3 failed, 51 passed" in record and "its error lines follow" in record
     assert record.splitlines()[0] == "collecting line 0"  # cut at line ends
+    again = Message(role="tool", content=record)
+    assert passes.record(again, Facts("run_command", kind="command")) == record  # once only
 
 
-def test_drop_frees_what_it_is_asked_for() -> None:
-    history = _session()
-    size = COUNTER.message
-    _, half = compaction.drop(history, _lookup, keep=2)
-    kept, dropped = compaction.drop(history, _lookup, keep=2,
-                                    free=sum(size(m) for m in half) + 1, size=size)
-    assert len(dropped) > len(half) and history[0] in kept
-    assert any(m.name == "write_file" for m in kept)  # the best turn goes last
-
-
-def _session() -> list[Message]:
-    history: list[Message] = [Message(role="user", content="task")]
+def _session() -> History:
+    """A request, then six read turns of which the third wrote a file instead."""
+    history = History().add(Message(role="user", content="task"), None, COUNTER.message)
     for n in range(6):
-        call = ToolCall(id=f"c{n}", name="write_file" if n == 2 else "read_file",
-                        arguments={"path": f"f{n}.py"})
-        history.append(Message(role="assistant", tool_calls=(call,)))
-        history.append(Message(role="tool", content=code_text(30, n), tool_call_id=f"c{n}",
-                               name=call.name))
+        name = "write_file" if n == 2 else "read_file"
+        call = ToolCall(id=f"c{n}", name=name, arguments={"file_path": f"f{n}.py"})
+        meta = ({"kind": "generic", "changed": [[f"f{n}.py", "modified"]]} if n == 2 else
+                {"kind": "file", "path": f"f{n}.py", "lines": 30})
+        result = ToolResult(code_text(30, n), meta=meta)
+        history = history.add(Message(role="assistant", tool_calls=(call,)), None,
+                              COUNTER.message)
+        history = history.add(Message(role="tool", content=result.content, tool_call_id=call.id,
+                                      name=name), Facts.of(call, result, n != 2),
+                              COUNTER.message)
     return history
 
 
-def _lookup(message: Message) -> ResultInfo | None:
-    if message.role != "tool":
-        return None
-    return ResultInfo(name=message.name or "", kind="file", path=f"f{message.tool_call_id}",
-                      lines=30, wrote=message.name == "write_file")
-
-
-def test_turn_spans_group_calls_with_results() -> None:
-    spans = compaction.turn_spans(_session())
-    assert spans[0] == (0, 1) and spans[1] == (1, 3) and len(spans) == 7
-
-
-def test_shrink_keeps_last_two_turns_whole() -> None:
+def test_history_groups_calls_with_their_results_and_counts_them() -> None:
     history = _session()
-    out = compaction.shrink(history, _lookup, keep=2)
-    assert out[-4:] == history[-4:]
-    assert out[2].content == "[read_file: fc0, 30 lines — content compacted]"
-    assert len(out) == len(history) and out[0] is history[0]
+    assert len(history.turns) == 7 and [len(t.messages) for t in history.turns[:2]] == [1, 2]
+    assert history.tokens == sum(COUNTER.message(m) for m in history.messages())
 
 
-def test_drop_keeps_users_and_high_scores_and_pairs() -> None:
+def test_shrink_keeps_last_two_turns_whole_and_untouched_turns_identical() -> None:
     history = _session()
-    kept, dropped = compaction.drop(history, _lookup, keep=2)
-    assert history[0] in kept and not any(m.role == "user" for m in dropped)
-    assert any(m.name == "write_file" for m in kept)  # writes score highest
+    out = passes.shrink(history, 2, COUNTER.message)
+    assert out.turns[-2:] == history.turns[-2:] and out.turns[0] is history.turns[0]
+    assert out.turns[1].messages[1].content == "[read_file: f0.py, 30 lines — content compacted]"
+    assert out.tokens < history.tokens
+    late = passes.shrink(history, 2, COUNTER.message, start=4)
+    assert late.turns[:4] == history.turns[:4] and late.turns[4] is not history.turns[4]
+
+
+def test_shrink_with_nothing_kept_shrinks_every_turn() -> None:
+    history = _session()
+    assert passes.shrink(history, 7, COUNTER.message).turns == history.turns
+    shrunk = passes.shrink(history, 0, COUNTER.message)
+    assert all(len(m.content) < 500 for m in shrunk.messages() if m.role == "tool")
+
+
+def test_drop_keeps_users_and_changes_and_frees_what_it_is_asked_for() -> None:
+    history = _session()
+    kept, dropped = passes.drop(history, 2)
+    assert kept.turns[0] is history.turns[0] and not any(m.role == "user" for m in dropped)
+    assert any(m.name == "write_file" for m in kept.messages())  # a changed file scores high
     assert len(dropped) == 4  # 2 of the 4 candidate turns, each call + result
+    more, gone = passes.drop(history, 2, free=sum(COUNTER.message(m) for m in dropped) + 1)
+    assert len(gone) > len(dropped) and any(m.name == "write_file" for m in more.messages())
 
 
 def test_nuclear_keeps_last_two_turns() -> None:
     history = _session()
-    kept, dropped = compaction.nuclear(history, keep=2)
-    assert kept == history[-4:] and dropped == history[:-4]
+    kept, dropped = passes.nuclear(history, 2)
+    assert kept.turns == history.turns[-2:] and dropped == history.messages()[:-4]
 
 
 def test_transcript_replay_and_torn_line(tmp_path: Path) -> None:
@@ -283,17 +293,3 @@ def test_transcript_replay_and_torn_line(tmp_path: Path) -> None:
     state = replay(path)
     assert [m.content for m in state.history] == ["b", "c"] and state.recap == "recap"
     assert len(new_session_id()) == len("20261123-121500-ab12")
-
-
-def test_shrink_with_nothing_kept_shrinks_every_turn() -> None:
-    from swival.messages import Message, ToolCall
-
-    history = [Message("user", "go")]
-    for i in range(2):
-        history.append(Message("assistant", "", tool_calls=(
-            ToolCall(f"c{i}", "read_file", {"file_path": f"f{i}"}),)))
-        history.append(Message("tool", "x" * 5000, tool_call_id=f"c{i}", name="read_file"))
-    kept = compaction.shrink(history, lambda m: None, keep=2)
-    assert [len(m.content) for m in kept if m.role == "tool"] == [5000, 5000]
-    shrunk = compaction.shrink(history, lambda m: None, keep=0)
-    assert all(len(m.content) < 500 for m in shrunk if m.role == "tool")

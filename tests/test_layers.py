@@ -5,6 +5,7 @@ UI-specific libraries are imported only where they are allowed."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,36 @@ def test_module_respects_layers(path: Path) -> None:
             assert LAYERS[target] < LAYERS[unit], f"{unit} (L{LAYERS[unit]}) imports {name}"
         elif top in ONLY_IN:
             assert unit in ONLY_IN[top], f"{unit} imports {top}; only {ONLY_IN[top]} may"
+
+
+CONTEXT = PACKAGE / "context"
+KNOWLEDGE_TOOLS = {"think", "todo", "snapshot"}  # their effects are carried out by context/
+
+
+def _code_strings(path: Path) -> list[str]:
+    """String constants of a module, docstrings left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+            and node.body and isinstance(node.body[0], ast.Expr)}
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+            and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_context_imports_nothing_from_tools() -> None:
+    for path in CONTEXT.rglob("*.py"):
+        assert not [n for n in _imports(path) if n.startswith("swival.tools")], path.name
+
+
+def test_context_never_names_a_tool() -> None:
+    """Tools declare what context needs (read-only, meta); context decides nothing by a
+    tool's name and names no tool in what it writes — but the knowledge tools, whose
+    results it writes itself, and whose names it must not compare against either."""
+    from swival.tools.catalog import default_tools
+
+    names = {tool.spec.name for tool in default_tools()}
+    for path in sorted(CONTEXT.rglob("*.py")):
+        for text in _code_strings(path):
+            assert text not in names, f"{path.name} compares against the tool name {text!r}"
+            mentioned = {n for n in names - KNOWLEDGE_TOOLS if re.search(rf"\b{n}\b", text)}
+            assert not mentioned, f"{path.name} names {mentioned} in {text!r}"

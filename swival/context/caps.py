@@ -7,7 +7,8 @@ gets a preview shaped by the output's kind plus the path and how to page through
 
     command   head and tail (the command line and the verdict both matter)
     matches   the leading matches
-    file      the head, and the offset to continue with read_file
+    file      the head, and how to continue: the tool's `meta["continue"]` template
+              with `{line}` filled in (the tool knows how it is called)
     other     the head
 """
 
@@ -44,16 +45,15 @@ def _preview(kind: str, content: str, chars: int, meta: Mapping[str, Any]) -> tu
         tail = _cut_tail(content, chars - len(head))
         omitted = len(content) - len(head) - len(tail)
         body = f"{head}\n[... {omitted} characters omitted ...]\n{tail}"
-        return body, "read the full output from the file with read_file (offset/limit)"
+        return body, "read the full output from that file in parts (offset/limit)"
     head = _cut_lines(content, chars)
-    if kind == "file":
-        start = int(meta.get("offset") or 1)
-        shown = head.count("\n")
-        path = meta.get("path", "the file")
-        return head, f"continue with read_file file_path={path} offset={start + shown}"
+    template = meta.get("continue")
+    if kind == "file" and isinstance(template, str):
+        line = int(meta.get("offset") or 1) + head.count("\n")
+        return head, "continue with " + template.replace("{line}", str(line))
     if kind == "matches":
         return head, "narrow the pattern or path, or read the file with all matches"
-    return head, "read the rest from the file with read_file (offset/limit)"
+    return head, "read the rest from that file in parts (offset/limit)"
 
 
 def cap_result(

@@ -1,68 +1,148 @@
-"""The context engine: owns the history the model sees and keeps it inside the window.
+"""The context engine: the facade the agent calls. It holds the conversation as a value
+(`History`, history.py) and its collaborators — the token counter and calibration,
+the gate (budget and choice of rewrite), the ledger, knowledge, the transcript and the
+summarizer — and replaces the history with what the passes return.
 
 The agent calls, in order, for every turn:
 
-    add_user(text)                    a request (or add nothing on a follow-up call)
-    prepare(turn) -> Prepared         budget gate; exactly what to send
-    record_usage(usage, prepared)     calibration from the server's figure
+    add_user(text)                    a request (add_note: a harness note instead)
+    prepare(turn) -> Prepared         the gate; exactly what to send
+    record_usage(usage, prepared)     calibration; a cut prompt comes back as an overflow
     add_assistant(message)
-    add_tool_result(call, result, read_only=...)   per call (apply_effect first for effects)
-    after_tool_batch(turn)            tail notes, budget gate after the results
-    end_turn(turn)                    between user turns (proactive summaries)
+    apply_effect(call, result, turn)  think / todo / snapshot, then for every call:
+    add_tool_result(call, result, read_only=...)
+    after_tool_batch(turn)            tail notes, checkpoints, the gate again
+    end_turn(turn)                    between requests
 
-and `on_overflow(error, turn)` when the server rejects a prompt anyway.
+and `on_overflow(error, turn)` when the server rejects or cuts a prompt, `make_room`
+when a reply ran out of room in the window.
 
-Prefix stability: between rewrites, history is append-only, the system prompt never
-changes, and the pinned block (ledger + knowledge + recap, right after the system
-prompt) exists only after a rewrite and is re-rendered only then. Reminders due now
-(Knowledge.tail_notes) are appended to the newest *unsent* message (the last tool
-result of the batch), so every request extends the previous one byte for byte.
-
-The parts: core.py (state, the request as it stands, rewrites and the pinned block),
-levels.py (the gate and compaction levels), restore.py (tool effects and snapshots);
-this module adds the agent's call API on top.
+Prefix stability: between rewrites the history only grows at its end, the system prompt
+never changes, and the pinned block is rendered only at rewrites that drop turns. Notes
+due now (Knowledge.tail_notes) go at the end of the newest message not yet sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from swival.context import caps
-from swival.context.budget import OUTPUT_FLOOR
-from swival.context.calibration import Reading
-from swival.context.levels import Compacting
-from swival.context.protocols import KnowledgeLike
-from swival.context.restore import SnapshotOps
-from swival.context.resume import rebuild
-from swival.context.summarize import Summarizer
-from swival.context.transcript import replay
-from swival.context.types import (
-    ContextSettings,
-    EngineState,
-    Extras,
-    Prepared,
-    result_info,
-    tool_meta,
-)
+from swival.context import caps, pinned, snapshot
+from swival.context.api import ContextSettings, ContextUsage, Extras, Prepared
+from swival.context.background import Background, Checkpoints
+from swival.context.budget import OUTPUT_FLOOR, Budget
+from swival.context.calibration import Calibration, Reading
+from swival.context.compactor import Compactor, State
+from swival.context.gate import Gate
+from swival.context.history import Facts, History
+from swival.context.knowledge import Knowledge
+from swival.context.ledger import Ledger
+from swival.context.measure import Measure
+from swival.context.restore import Restorer
+from swival.context.resume import rebuild, transcript_meta
+from swival.context.snapshot import Refused, Restored
+from swival.context.summarize import Recapper, Summarizer, fallback_recap
+from swival.context.tokens import TokenCounter
+from swival.context.transcript import Transcript, new_session_id, replay
+from swival.effects import SnapshotEffect, ThinkEffect, TodoEffect
 from swival.errors import ContextExhausted, ContextOverflowError
-from swival.events import Compacted
+from swival.events import Checkpointed, Compacted
 from swival.messages import Message, ToolCall, ToolResult, Usage
+from swival.redaction import Redactor
+from swival.state import spill_folder, spill_text
 
-__all__ = ["ContextEngine", "ContextSettings", "Extras", "KnowledgeLike", "Prepared",
-           "Summarizer"]
+__all__ = ["ContextEngine", "ContextSettings", "Extras", "Prepared", "Summarizer"]
 
 USER_SHARE = 0.5  # a pasted request may take at most this share of the input budget
-PROACTIVE_EVERY = 10
 
 
-class ContextEngine(SnapshotOps, Compacting):
-    """See the module docstring for the call order and the guarantees. Constructed as
-    ContextEngine(settings, system_prompt, tool_schemas, *, knowledge, state_dir,
-    summarize=None, extras=None) (see core.EngineCore)."""
+class ContextEngine:
+    """See the module docstring for the call order and the guarantees."""
 
-    # ----- appending -----------------------------------------------------------------------
+    def __init__(self, settings: ContextSettings, system_prompt: str,
+                 tool_schemas: Sequence[Any], *, knowledge: Knowledge,
+                 state_dir: Path | None, summarize: Summarizer | None = None,
+                 extras: Extras | None = None) -> None:
+        extras = extras or Extras()
+        self.settings, self.knowledge, self.summarize = settings, knowledge, summarize
+        self.state_dir = state_dir
+        self.counter = extras.counter or TokenCounter()
+        self.calibration = Calibration()
+        self.gate = Gate(Budget(settings.window, settings.max_output_tokens,
+                                settings.compaction_trigger, settings.compaction_target))
+        self._view = pinned.View(Message("system", system_prompt))
+        self._measure = Measure(self.counter, self.calibration, self._view, tool_schemas)
+        self._compactor = Compactor(self._measure, self.gate, self._render, self._recap,
+                                    self._record)
+        self._restorer = Restorer(self._compactor, knowledge, self._render)
+        self.redactor = extras.redactor or Redactor()
+        self._on_transcript = extras.on_transcript
+        self.session_id = extras.session_id or new_session_id()
+        self.transcript_path = (state_dir / "sessions" / f"{self.session_id}.jsonl"
+                                if state_dir else None)
+        self._transcript = self._open_transcript(self.transcript_path) if (
+            self.transcript_path) else None
+        self._checkpoints = Checkpoints(Background(self._checkpoint_recap), knowledge,
+                                        self.counter.text) if (
+            settings.proactive_summaries and summarize) else None
+        self._fresh_state()
+
+    def _open_transcript(self, path: Path, resume: bool = False) -> Transcript:
+        return Transcript(path, self.redactor, resume=resume, on_create=self._on_transcript)
+
+    def _spill(self, stem: str) -> Callable[[str], Path | None]:
+        """A writer that saves an oversized text, redacted, in this session's spill
+        folder under <state_dir>/out/ (None: not saved)."""
+        def write(content: str) -> Path | None:
+            if self.state_dir is None:
+                return None
+            try:
+                return spill_text(self.redactor.redact(content),
+                                  spill_folder(self.state_dir, self.session_id), stem)
+            except OSError:
+                return None
+
+        return write
+
+    def _fresh_state(self) -> None:
+        self._state = State()
+        self._ledger = Ledger.for_budget(self.budget.input_budget)
+        self._last: tuple[Prepared, int] | None = None  # the last request, our raw count
+        self._batch: list[bool] = []  # read-only flags of the calls in this batch
+        self._notes: list[str] = []  # notes waiting for the next user message
+        if self._checkpoints:
+            self._checkpoints.reset()
+
+    # ----- reading ---------------------------------------------------------------------
+
+    @property
+    def budget(self) -> Budget:
+        return self.gate.budget
+
+    @property
+    def history(self) -> tuple[Message, ...]:
+        """The conversation without the system prompt and pinned block."""
+        return self._state.history.messages()
+
+    def messages(self) -> list[Message]:
+        """What would be sent now: system prompt, pinned block (if any), history."""
+        return list(self._view.messages(self._state.history))
+
+    def estimate(self) -> int:
+        """Calibrated tokens of the prompt as it stands (messages + tool schemas)."""
+        return self._measure.tokens(self._state.history)
+
+    # ----- appending -------------------------------------------------------------------
+
+    def _append(self, message: Message, facts: Facts | None = None,
+                meta: dict[str, Any] | None = None) -> None:
+        state = self._state
+        state.history = state.history.add(message, facts, self.counter.message)
+        state.last_level = 0
+        if self._transcript:
+            self._transcript.message(message, meta)
 
     def add_user(self, text: str) -> None:
         """Append a request. One too big for the window is cut to a preview and saved."""
@@ -70,91 +150,123 @@ class ContextEngine(SnapshotOps, Compacting):
         limit = int(self.budget.input_budget * USER_SHARE)
         content, _ = caps.cap_result(text, {"kind": "generic"}, limit, self.counter.text,
                                      self._spill("request"))
-        if self._state.pending_notes:
-            content += "\n\n" + "\n".join(self._state.pending_notes)
-            self._state.pending_notes = []
-        self._append(Message(role="user", content=content))
-
-    def add_assistant(self, message: Message) -> None:
-        self._state.batch = []
-        self._append(message)
+        self.add_note(content)
 
     def add_note(self, text: str) -> None:
-        """A note from the harness to the model, sent as a user message; unlike a
-        request, the ledger does not record it."""
-        if self._state.pending_notes:
-            text += "\n\n" + "\n".join(self._state.pending_notes)
-            self._state.pending_notes = []
-        self._append(Message(role="user", content=text))
+        """A note from the harness to the model, as a user message the ledger does not
+        record as a request; notes waiting for a user message ride along."""
+        if self._notes:
+            text, self._notes = text + "\n\n" + "\n".join(self._notes), []
+        self._append(Message("user", text))
 
-    def add_tool_result(self, call: ToolCall, result: ToolResult, *, read_only: bool) -> ToolResult:
+    def add_assistant(self, message: Message) -> None:
+        self._batch = []
+        self._append(message)
+
+    def add_tool_result(self, call: ToolCall, result: ToolResult, *, read_only: bool
+                        ) -> ToolResult:
         """Cap, record and append one result; return it as the model will see it."""
         limit = max(64, int(self.budget.input_budget * self.settings.tool_result_share))
         content, path = caps.cap_result(result.content, result.meta, limit, self.counter.text,
                                         self._spill(call.name))
         final = result if path is None and content == result.content else replace(
             result, content=content,
-            meta={**result.meta, **({"spill_path": str(path)} if path else {})},
-        )
-        message = Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
-        self._infos[message] = result_info(call, result)
+            meta={**result.meta, **({"spill_path": str(path)} if path else {})})
+        message = Message("tool", content, tool_call_id=call.id, name=call.name)
         self._ledger.record_result(call, result)
-        self.scope.note_tool(call.name, read_only)
-        self._state.batch.append((call.name, read_only))
-        self._append(message, tool_meta(final))
+        self._batch.append(read_only)
+        self._append(message, Facts.of(call, result, read_only),
+                     transcript_meta(final, read_only))
         return final
 
-    def after_tool_batch(self, turn: int) -> list[Compacted]:
-        """Tell knowledge about the batch, deliver due notes at the tail, run the gate."""
-        names = [name for name, _ in self._state.batch]
-        if names:
-            self.knowledge.observe_batch(turn, names, all(ro for _, ro in self._state.batch))
-        self._state.batch = []
+    def after_tool_batch(self, turn: int) -> list[Compacted | Checkpointed]:
+        """Tell knowledge about the batch, deliver due notes at the tail, collect and
+        start checkpoints, run the gate."""
+        if self._batch:
+            self.knowledge.observe_batch(turn, len(self._batch), all(self._batch))
+        self._batch = []
         notes = self.knowledge.tail_notes(turn)
         if notes:
-            self._attach_notes(notes)
-        self._proactive(turn)
-        return self._gate(turn, "after tool results")
+            self._attach(notes)
+        events: list[Compacted | Checkpointed] = list(self._proactive(turn))
+        return events + self._compactor.due(self._state, turn, "after tool results")
 
-    def _attach_notes(self, notes: list[str]) -> None:
-        if len(self._history) > self._state.sent_len and self._history[-1].role == "tool":
-            last = self._history[-1]
+    def _attach(self, notes: list[str]) -> None:
+        state = self._state
+        last = state.history.last_message()
+        unsent = len(state.history.messages()) > len(state.sent.messages())
+        if last is not None and last.role == "tool" and unsent:
             amended = replace(last, content=last.content + "\n\n" + "\n".join(notes))
-            info = self._infos.get(last)
-            if info:
-                self._infos[amended] = info
-            self._history[-1] = amended
+            turns = state.history.turns
+            state.history = state.history.with_turns(
+                turns[:-1] + (turns[-1].with_last(amended, self.counter.message),))
             if self._transcript:
                 self._transcript.amend(amended)
         else:  # nothing unsent to carry them: they ride on the next user message
-            self._state.pending_notes.extend(notes)
+            self._notes.extend(notes)
 
-    # ----- the gate ------------------------------------------------------------------------
+    def end_turn(self, turn: int) -> list[Checkpointed]:
+        """Between user requests: collect and start proactive checkpoints."""
+        return self._proactive(turn)
+
+    # ----- the gate and compaction -------------------------------------------------------
 
     def prepare(self, turn: int) -> Prepared:
         """Compact if needed and return the request. Raises ContextExhausted (exit 5)
         when even the deepest compaction leaves too little room for a reply."""
-        events = self._gate(turn, "before model call")
-        raw = self._raw()
+        events = self._compactor.due(self._state, turn, "before model call")
+        raw = self._measure.raw(self._state.history)
         estimate = self.calibration.apply(raw)
         reply = self.budget.reply_tokens(estimate)
         if reply < min(OUTPUT_FLOOR, self.budget.max_output_tokens):
             raise ContextExhausted(self._exhausted_text(estimate))
-        self._state.sent_len = len(self._history)
+        self._state.sent = self._state.history
         prepared = Prepared(tuple(self.messages()), reply, estimate, tuple(events),
                             room_limited=reply < self.budget.max_output_tokens)
-        self._last_sent = (prepared, raw)
+        self._last = (prepared, raw)
         return prepared
 
     def make_room(self, turn: int) -> list[Compacted]:
         """A reply ran out of room in the window: compact down to the target when the
         prompt is above it (nothing to gain otherwise; then [])."""
-        if self.estimate() <= self.budget.target:
+        if self.gate.enough(self.estimate()):
             return []
-        return self._compact_down(turn, "reply cut short by the window",
-                                  self._state.last_level + 1)
+        return self._compactor.run(self._state, turn, "reply cut short by the window",
+                                   self._state.last_level + 1)
 
-    # ----- calibration and overflow ----------------------------------------------------------
+    def compact(self, level: int, reason: str, turn: int) -> Compacted | None:
+        """/compact (level 1) and /compact --drop (levels 1 then 2)."""
+        return self._compactor.by_request(self._state, level, reason, turn)
+
+    def _render(self, history: History) -> Message | None:
+        return pinned.render(self._ledger, self.knowledge.pinned_sections(), history,
+                             str(self.transcript_path or "no file"))
+
+    def _recapper(self) -> Recapper | None:
+        if self.summarize is None:
+            return None
+        return Recapper(self.summarize, self.counter.text,
+                        str(self.transcript_path or "the session transcript"),
+                        self.budget.input_budget, self._compactor.recap_tokens())
+
+    def _recap(self, history: History, dropped: Sequence[Message]) -> str:
+        """A model recap merged with the previous one, else the checkpoint summaries
+        and a marker (summarize.fallback_recap)."""
+        recapper = self._recapper()
+        text = recapper.recap(dropped, history.recap) if recapper else None
+        where = str(self.transcript_path or "no file (no state directory)")
+        return text or fallback_recap(history.recap, len(dropped),
+                                      self.knowledge.checkpoint_text(), where,
+                                      self._compactor.recap_tokens() * 6)
+
+    def _record(self, history: History, event: Compacted) -> None:
+        if self._checkpoints:
+            self._checkpoints.rewritten(len(history.messages()))
+        if self._transcript:
+            self._transcript.history(history.messages(), history.recap)
+            self._transcript.compacted(event)
+
+    # ----- what the server said ----------------------------------------------------------
 
     def record_usage(self, usage: Usage, prepared: Prepared) -> ContextOverflowError | None:
         """Fold the server's prompt size for `prepared` into the calibration (see
@@ -162,10 +274,10 @@ class ContextEngine(SnapshotOps, Compacting):
         carrying the window the server really runs, when the figure shows the server
         silently cut the prompt: the reply was written without part of the prompt, so the
         agent hands it to `on_overflow` and asks again."""
-        if self._last_sent is None or self._last_sent[0] is not prepared:
+        if self._last is None or self._last[0] is not prepared:
             return None
         complete = self.settings.counts_include_cache or usage.cached_tokens is not None
-        reading = Reading(usage.prompt_tokens, self._last_sent[1], complete)
+        reading = Reading(usage.prompt_tokens, self._last[1], complete)
         window = self.calibration.truncated_window(reading, self.budget.window)
         if window is not None:
             return ContextOverflowError(
@@ -180,118 +292,128 @@ class ContextEngine(SnapshotOps, Compacting):
         """The server rejected (or cut) the last prompt: adopt its figures, compact one
         level deeper than last time, and let the agent retry. ContextExhausted when
         there is nothing left to compact."""
-        learned = False
-        if error.window is not None and error.window < self.budget.window:
-            self.budget = replace(self.budget, window=error.window)
-            learned = True
+        learned = error.window is not None and error.window < self.budget.window
+        if learned and error.window is not None:
+            self.gate.budget = replace(self.budget, window=error.window)
         if error.kind == "truncated" and learned:
             pass  # the count is what the server kept, not the prompt: the window is the lesson
-        elif error.prompt_tokens and self._last_sent is not None:
-            self.calibration.jump(error.prompt_tokens, self._last_sent[1])
+        elif error.prompt_tokens and self._last is not None:
+            self.calibration.jump(error.prompt_tokens, self._last[1])
         else:
             # No figure: the rejected prompt was at least as large as the input budget
             # (else the server would have taken it), and we undercounted by a tenth at least.
-            raw = self._raw()
+            raw = self._measure.raw(self._state.history)
             assumed = max(int(raw * self.calibration.factor * 1.1), self.budget.input_budget + 1)
             self.calibration.jump(assumed, raw)
-        events = self._compact_down(turn, "server reported overflow", self._state.last_level + 1)
+        events = self._compactor.run(self._state, turn, "server reported overflow",
+                                     self._state.last_level + 1)
         if not events:
             raise ContextExhausted(self._exhausted_text(self.estimate()))
         return events
 
-    # ----- between turns and on request ----------------------------------------------------
+    def _exhausted_text(self, estimate: int) -> str:
+        where = (f" The full conversation is saved in {self.transcript_path}."
+                 if self.transcript_path else "")
+        return (
+            f"The conversation no longer fits the {self.budget.window}-token context window, "
+            f"even after the deepest compaction (about {estimate} tokens needed, including "
+            f"{self._measure.schema_tokens} for tool schemas).{where} To continue, load the model "
+            "with a larger context window (and pass --max-context-tokens), or start over "
+            "with /clear and a smaller request.")
 
-    def end_turn(self, turn: int) -> list[Compacted]:
-        """Between user requests: the proactive checkpoint, if one is due."""
-        self._proactive(turn)
-        return []
+    # ----- knowledge and snapshots ---------------------------------------------------------
 
-    def _proactive(self, turn: int) -> None:
-        """Every PROACTIVE_EVERY model calls (when enabled), summarize the new part of the
-        history into a checkpoint and consolidate the store. `turn` counts model calls
-        over the whole session, so checkpoints also happen inside one long request."""
-        state = self._state
-        if not (self.settings.proactive_summaries and self.summarize):
-            return
-        if turn - state.checkpoint_turn < PROACTIVE_EVERY:
-            return
-        fresh = self._history[state.checkpoint_index:]
-        state.checkpoint_turn = turn
-        if not fresh:
-            return
-        text = self._recapper().recap(fresh, None)
-        if text:
-            self.knowledge.add_checkpoint(text, turn)
-            state.checkpoint_index = len(self._history)
-        oldest = self.knowledge.needs_consolidation()
-        if oldest:
-            merged = self._recapper().recap(
-                [Message(role="user", content=t) for t in oldest], None)
-            if merged:
-                self.knowledge.replace_oldest(merged, len(oldest))
+    def apply_effect(self, call: ToolCall, result: ToolResult, turn: int
+                     ) -> tuple[ToolResult, list[Compacted]]:
+        """Carry out a tool's effect; the returned result is not yet added (the agent
+        adds it with add_tool_result, as for any tool). The results the engine writes
+        carry their kind ("thought", "note", "summary") for compaction's scoring."""
+        effect = result.effect
+        if isinstance(effect, ThinkEffect | TodoEffect):
+            done = self.knowledge.apply(effect, turn)
+            kind = "thought" if isinstance(effect, ThinkEffect) else "note"
+            return replace(done, meta={**done.meta, "kind": kind}), []
+        if not isinstance(effect, SnapshotEffect):
+            return result, []
+        outcome = self._restorer.effect(self._state, effect, turn)
+        is_error = isinstance(outcome, Refused) and outcome.why != "empty"
+        events = [outcome.event] if isinstance(outcome, Restored) else []
+        return ToolResult(snapshot.for_model(outcome), is_error=is_error,
+                          meta={"kind": "summary"}), events
 
-    def compact(self, level: int, reason: str, turn: int) -> Compacted | None:
-        """/compact (level 1) and /compact --drop (levels 1 then 2): one event with the
-        deepest level that changed something, or None when nothing could be freed."""
-        before = self.estimate()
-        done = [e for e in (self._run_level(n, reason, turn) for n in range(1, level + 1)) if e]
-        if not done:
-            return None
-        self._state.last_level = done[-1].level
-        return Compacted(done[-1].level, reason, before, self.estimate(), turn)
+    def save(self, label: str | None) -> snapshot.Saved:
+        """/save: a checkpoint after the current turn."""
+        return self._restorer.save(self._state, label)
 
-    def usage_breakdown(self) -> dict[str, int]:
-        """Calibrated tokens per part, plus the budget's figures (for /context)."""
+    def cancel(self) -> snapshot.Cancelled:
+        """/unsave."""
+        return self._restorer.cancel(self._state)
+
+    def status(self) -> snapshot.Status:
+        return snapshot.status(self._state.scope, self._state.history)
+
+    def restore(self, force: bool, turn: int) -> Refused | Restored:
+        """/restore: the summarizer writes the summary of the scope, which is collapsed."""
+        return self._restorer.by_user(self._state, self._recapper(), force, turn)
+
+    def todos(self) -> list[tuple[int, str, bool]]:
+        """(id, text, done) of every todo item, for /todo."""
+        return self.knowledge.todos()
+
+    # ----- proactive checkpoints -----------------------------------------------------------
+
+    def _checkpoint_recap(self, messages: Sequence[Message]) -> str | None:
+        recapper = self._recapper()
+        return recapper.recap(messages, None) if recapper else None
+
+    def _proactive(self, turn: int) -> list[Checkpointed]:
+        if self._checkpoints is None:
+            return []
+        return self._checkpoints.step(turn, self._state.history.messages())
+
+    # ----- for the REPL ------------------------------------------------------------------------
+
+    def usage(self) -> ContextUsage:
+        """Calibrated tokens per part, the budget's figures and the compactions' cost."""
         def tokens(messages: Sequence[Message]) -> int:
             return self.calibration.apply(sum(self.counter.message(m) for m in messages))
 
-        by_role = {role: tokens([m for m in self._history if m.role == role])
+        by_role = {role: tokens([m for m in self.history if m.role == role])
                    for role in ("user", "assistant", "tool")}
-        used = self.estimate()
-        return {
-            "system": tokens([self._system]),
-            "tools": self.calibration.apply(self._schema_tokens),
-            "pinned": tokens([self._pinned]) if self._pinned else 0,
-            "user": by_role["user"],
-            "assistant": by_role["assistant"],
-            "tool_results": by_role["tool"],
-            "used": used,
-            "free": max(0, self.budget.input_budget - used),
-            "window": self.budget.window,
-            "input_budget": self.budget.input_budget,
-            "output_reserve": self.budget.output_reserve,
-            "trigger": self.budget.trigger,
-            "target": self.budget.target,
-        }
+        pin = self._state.history.pinned
+        budget = self.budget
+        return ContextUsage(
+            system=tokens([self._view.system]),
+            tools=self.calibration.apply(self._measure.schema_tokens),
+            pinned=tokens([pin]) if pin else 0, user=by_role["user"],
+            assistant=by_role["assistant"], tool_results=by_role["tool"], used=self.estimate(),
+            window=budget.window, input_budget=budget.input_budget,
+            output_reserve=budget.output_reserve, trigger=budget.trigger, target=budget.target,
+            compactions=self._state.compactions, reprocessed=self._state.reprocessed)
 
     def clear(self) -> None:
         """/clear: forget the conversation, ledger, knowledge and snapshot state."""
-        self._history = []
-        self._pinned = None
-        self._ledger = self._new_ledger()
-        self._state = EngineState()
+        self._fresh_state()
         self.knowledge.clear()
-        self.scope.reset()
         if self._transcript:
             self._transcript.clear()
-
-    # ----- resume --------------------------------------------------------------------------
 
     def load_transcript(self, path: Path) -> int:
         """Continue the session recorded in `path` (--continue / --resume): rebuild the
         history, recap, ledger and result facts, reload knowledge, and keep appending
         to the same file. Returns the number of messages restored."""
         state = replay(path)
-        self._ledger, infos = rebuild(state.records, state.history, self._new_ledger)
-        for message, info in infos:
-            self._infos[message] = info
+        self._fresh_state()
+        self._ledger, history = rebuild(state.records, state.history,
+                                        lambda: Ledger.for_budget(self.budget.input_budget),
+                                        self.counter.message)
         self.knowledge.reload()
-        self._history = list(state.history)
-        self._state = EngineState(recap=state.recap, appends=len(self._history))
-        self._pinned = self._render_pinned() if state.rewritten else None
-        self.session_id = path.stem
-        self.transcript_path = path
+        history = replace(history, recap=state.recap)
+        if state.rewritten:
+            history = replace(history, pinned=self._render(history))
+        self._state.history = history
+        self.session_id, self.transcript_path = path.stem, path
         if self._transcript:
             self._transcript.close()
         self._transcript = self._open_transcript(path, resume=True)
-        return len(self._history)
+        return len(state.history)

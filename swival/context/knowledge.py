@@ -14,7 +14,6 @@ import contextlib
 import os
 import re
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -281,7 +280,7 @@ class Knowledge:
             sections.append("## Open todos\n" + self.todo_list.render_open())
         if self.summaries:
             body = "\n\n".join(
-                f"**{s.label or 'snapshot'}** (turn {s.turn}): {s.text}" for s in self.summaries)
+                f"**{s.label or 'summary'}** (turn {s.turn}): {s.text}" for s in self.summaries)
             sections.append("## Snapshot summaries\n" + body)
         text = self.checkpoint_text()
         if text:
@@ -290,10 +289,10 @@ class Knowledge:
             sections.append("## Earlier checkpoints\n" + text)
         return sections
 
-    def observe_batch(self, turn: int, tool_names: Sequence[str], all_read_only: bool) -> None:
-        """Count consecutive read-only batches; a batch with a non-read tool breaks the
-        streak and re-arms the nudge."""
-        if not tool_names:
+    def observe_batch(self, turn: int, calls: int, all_read_only: bool) -> None:
+        """Count consecutive read-only batches (of `calls` calls); a batch with a call
+        that is not read-only breaks the streak and re-arms the nudge."""
+        if not calls:
             return
         if all_read_only:
             self._read_streak += 1

@@ -82,7 +82,7 @@ class Ledger:
         for entry in meta.get("changed") or ():
             self._record_file(str(entry[0]), str(entry[1]))
         exit_code = meta.get("exit_code")
-        command = call.arguments.get("command")
+        command = meta.get("command")  # a command tool says what it ran
         shown = " ".join(str(command).split()) if command else call.name
         is_command = meta.get("kind") == "command" or exit_code is not None
         if is_command:

@@ -9,6 +9,7 @@ MAX_CHUNKS worth of text, the oldest part is left to the transcript file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,8 @@ from swival.messages import Message
 
 Summarizer = Callable[[str, Sequence[Message]], str | None]
 
+MARKER = re.compile(r"\[(\d+) earlier messages were removed to fit the context window; "
+                    r"they are kept in [^\]]*\]")
 MESSAGE_CHARS = 1500  # one message's share of a recap request
 MAX_CHUNKS = 3
 REQUEST_OVERHEAD = 64
@@ -107,3 +110,21 @@ class Recapper:
         if self.count(text) <= limit:
             return text
         return text[: limit * 3] + "\n[recap cut to fit]"
+
+
+def fallback_recap(previous: str | None, removed: int, checkpoints: str | None,
+                   transcript: str, limit: int) -> str:
+    """The recap when the model wrote none: the previous recap, the checkpoint
+    summaries and a marker naming how many messages went and where they are kept. An
+    earlier marker is folded into the new one, so markers never stack; at most
+    `limit` characters (the newest)."""
+    if previous:
+        found = MARKER.search(previous)
+        if found:
+            removed += int(found.group(1))
+            previous = MARKER.sub("", previous).strip()
+    marker = (f"[{removed} earlier messages were removed to fit the context window; "
+              f"they are kept in {transcript}.]")
+    parts = [p for p in (previous, checkpoints, marker) if p]
+    text = "\n\n".join(dict.fromkeys(parts))
+    return text if len(text) <= limit else text[-limit:]
