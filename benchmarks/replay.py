@@ -56,15 +56,20 @@ def load(directory: Path) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
 
 
 def requests_of(messages: list[dict[str, Any]]) -> list[tuple[str, list[Recorded]]]:
-    """The run as user requests, each with its recorded replies and their outputs.
-    Consecutive user messages are one request; the system prompt is Swival's own."""
+    """The run as user requests, each with its recorded replies and their outputs. The
+    recorded agent's own scaffolding is replaced by Swival's, as its system prompt is:
+    of the user messages before the first reply (SWE-agent's in-context demonstration,
+    then the task) only the last is the request. Later user messages in a row are one
+    request."""
     outputs = {m.get("tool_call_id"): m.get("content") or "" for m in messages
                if m["role"] == "tool"}
     out: list[tuple[str, list[Recorded]]] = []
     for message in messages:
         if message["role"] == "user":
             if out and not out[-1][1]:
-                out[-1] = (out[-1][0] + "\n\n" + message["content"], [])
+                first = len(out) == 1  # before the first reply: the last one is the task
+                text = message["content"] if first else out[-1][0] + "\n\n" + message["content"]
+                out[-1] = (text, [])
             else:
                 out.append((message["content"], []))
         elif message["role"] == "assistant" and out:

@@ -14,7 +14,10 @@ messages, for the scripted scenarios of benchmarks/scenarios.py):
     grep         grep of every line of found/<n>.txt, which holds the recorded matches
     list_files   list_files of listed/<n>/, which holds one empty file per listed entry
     write_file,  write_file at the path hint (any old copy removed first, so the tool's
-    edit_file    read-before-write rule holds) with the original command as content
+    edit_file    read-before-write rule holds) with the original command as content; an
+                 edit whose recorded output holds an error (a patch that did not apply,
+                 an edit the recorded agent refused) changed nothing: it is replayed as
+                 the command above, so the model sees that output
     think        think with the recorded text
 
 Requests without tools are the summarizer's recap calls: they get a deterministic recap
@@ -156,7 +159,7 @@ class ReplayModel(RecapAnswering):
                 entry = re.sub(r"[^\w.-]+", "_", line.strip())[:80] or "_"
                 (folder / entry).touch()
             return ToolCall(call["id"], "list_files", {"path": f"listed/{n}"})
-        if name in ("write_file", "edit_file"):
+        if name in ("write_file", "edit_file") and not error_line(output):
             path = safe_path(args.get("path"), f"edits/{n}.txt")
             target = self.root / path
             if target.is_file():

@@ -136,7 +136,8 @@ def _context_engine(settings: Settings, provider: Provider, registry: ToolRegist
         system_prompt(root), registry.schemas(),
         knowledge=Knowledge(state_dir), state_dir=state_dir,
         summarize=make_summarizer(provider, settings.temperature),
-        extras=Extras(redactor=redactor,
+        # A server that counts prompts itself (llama.cpp) offers count_prompt.
+        extras=Extras(redactor=redactor, exact=getattr(provider, "count_prompt", None),
                       on_transcript=lambda path: index.record(root, path.stem)),
     )
 

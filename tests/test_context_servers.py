@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.scenarios import SCENARIOS, Scenario, workspace
 from swival.config import Settings
-from swival.events import Event, Notice, TurnFinished
+from swival.events import Event, ModelCallStarted, Notice, TurnFinished
 from swival.session import open_session
 from tests.countingserver import CountingServer
 from tests.fakeserver import text, tools
@@ -84,3 +84,23 @@ def test_silent_truncation_is_learned_from_the_first_cut_reply(tmp_path: Path) -
     assert server.without_marker <= 2
     learned = [e for e in events if isinstance(e, Notice) and "4096 tokens" in e.text]
     assert learned, "the user is told the server cut the prompt"
+
+
+def test_llamacpp_counts_exactly_before_the_first_request_and_near_the_gate(
+        tmp_path: Path) -> None:
+    """llama.cpp renders its template and tokenizes: the engine calibrates on that count
+    before its first request (so even a tokenizer 30 % heavier than ours is budgeted
+    exactly from the start) and again when nearing the trigger, not on every request."""
+    server = _start(kind="llamacpp", window=8192, scale=1.3)
+    try:
+        events = run_scenario(server, SCENARIOS["long-haul"], tmp_path)
+    finally:
+        server.stop()
+    assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
+    started = [e for e in events if isinstance(e, ModelCallStarted)]
+    assert abs(started[0].prompt_tokens - server.seen[0].total) <= 2
+    asked = sum(1 for method, path in server.hits if path == "/apply-template")
+    assert server.hits.count(("POST", "/tokenize")) == asked
+    assert 2 <= asked < len(server.seen) // 2
+    assert max(s.total for s in server.seen) <= 8192
+    assert not [e for e in events if isinstance(e, Notice) and "rejected" in e.text]

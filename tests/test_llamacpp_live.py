@@ -144,3 +144,23 @@ def test_tool_schemas_the_template_ignores_are_not_an_overflow(provider: Provide
     done = [item for item in provider.stream(request) if isinstance(item, Completion)][0]
     print(f"\nlive with ignored tools: usage={done.usage}")
     assert done.usage is not None and done.usage.prompt_tokens < 225
+
+
+def test_exact_count_is_what_the_server_counts_and_cheap(provider: Provider) -> None:
+    """count_prompt (/apply-template, then /tokenize) gives the very figure the server
+    reports for the same request, tools included, in a few milliseconds."""
+    tools = [{"type": "function", "function": {
+        "name": "read_file", "description": "Read a file.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+    count = provider.count_prompt  # type: ignore[attr-defined]
+    for with_tools in ((), tools):
+        messages = [Message("system", "You are terse."),
+                    Message("user", "List three primes. " * 20)]
+        started = time.perf_counter()
+        counted = count(messages, with_tools)
+        took = (time.perf_counter() - started) * 1000
+        done = complete(provider, ChatRequest(messages, tools=with_tools, max_output_tokens=4,
+                                              temperature=0.0))
+        print(f"\nlive exact count: {counted} (server {done.usage}) in {took:.1f} ms")
+        assert done.usage is not None and counted == done.usage.prompt_tokens
+        assert took < 250

@@ -29,7 +29,7 @@ def test_numbered_lines_and_meta(ctx: ToolContext) -> None:
     result = read(ctx, file_path="a.py")
     assert result.content == "1\tone\n2\ttwo\n3\tthree"
     assert dict(result.meta) == {"kind": "file", "path": "a.py", "lines": 3, "offset": 1,
-                                 "shown": 3}
+                                 "shown": 3, "continue": "read_file file_path=a.py offset={line}"}
 
 
 def test_offset_and_limit_page_with_a_note(ctx: ToolContext) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from swival.context.tokens import TokenCounter
 from swival.events import Compacted
@@ -23,14 +24,20 @@ class ContextSettings:
     counts_include_cache: bool = True  # the server's prompt counts cover cached tokens
 
 
+ExactCount = Callable[[Sequence[Message], Sequence[Mapping[str, Any]]], "int | None"]
+
+
 @dataclass(frozen=True)
 class Extras:
     """Optional: a shared counter (tiktoken loads once), a fixed session id, the
-    redactor that keeps secrets out of the transcript and saved outputs, and who to tell
-    when a new transcript file is created (the session index)."""
+    server's own count of a prompt (messages, tool schemas) where it offers one
+    (llama.cpp's template and tokenizer), the redactor that keeps secrets out of the
+    transcript and saved outputs, and who to tell when a new transcript file is created
+    (the session index)."""
 
     counter: TokenCounter | None = None
     session_id: str | None = None
+    exact: ExactCount | None = None
     redactor: Redactor | None = None
     on_transcript: Callable[[Path], None] | None = None
 

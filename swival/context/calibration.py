@@ -89,6 +89,16 @@ class Calibration:
         elif ratio > self.factor:
             self.factor = _clamp(ratio)
 
+    def exact(self, counted: int, raw_tokens: int) -> None:
+        """The server counted this very prompt with its own template and tokenizer
+        (llama.cpp): that ratio is the factor, now, and the baseline for judging cuts."""
+        if counted <= 0 or raw_tokens <= 0:
+            return
+        ratio = counted / raw_tokens
+        if PLAUSIBLE[0] <= ratio <= PLAUSIBLE[1]:
+            self.factor = _clamp(ratio)
+            self.baseline = ratio
+
     def jump(self, reported: int, raw_tokens: int) -> None:
         """After an overflow the server's figure is the truth: adopt it at once (never
         lowering the factor), rather than averaging it in slowly."""

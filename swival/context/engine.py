@@ -56,6 +56,7 @@ from swival.state import spill_folder, spill_text
 __all__ = ["ContextEngine", "ContextSettings", "Extras", "Prepared", "Summarizer"]
 
 USER_SHARE = 0.5  # a pasted request may take at most this share of the input budget
+EXACT_NEAR = 0.9  # share of the trigger from which the server's exact count is asked
 
 
 class ContextEngine:
@@ -73,6 +74,9 @@ class ContextEngine:
         self.gate = Gate(Budget(settings.window, settings.max_output_tokens,
                                 settings.compaction_trigger, settings.compaction_target))
         self._view = pinned.View(Message("system", system_prompt))
+        self._schemas = tuple(tool_schemas)
+        self._exact = extras.exact
+        self._exactly: History | None = None  # the history last counted by the server
         self._measure = Measure(self.counter, self.calibration, self._view, tool_schemas)
         self._compactor = Compactor(self._measure, self.gate, self._render, self._recap,
                                     self._record)
@@ -189,7 +193,23 @@ class ContextEngine:
         if notes:
             self._attach(notes)
         events: list[Compacted | Checkpointed] = list(self._proactive(turn))
+        self._count_exactly()
         return events + self._compactor.due(self._state, turn, "after tool results")
+
+    def _count_exactly(self) -> None:
+        """Where the server counts prompts itself (llama.cpp), calibrate on its count
+        before the first request and whenever the estimate nears the trigger, once per
+        history; far from the limit the estimate is good enough and costs nothing."""
+        history = self._state.history
+        if self._exact is None or history is self._exactly:
+            return
+        first = self._exactly is None
+        if not first and self.estimate() < EXACT_NEAR * self.budget.trigger:
+            return
+        self._exactly = history
+        counted = self._exact(self._view.messages(history), self._schemas)
+        if counted:
+            self.calibration.exact(counted, self._measure.raw(history))
 
     def _attach(self, notes: list[str]) -> None:
         state = self._state
@@ -214,6 +234,7 @@ class ContextEngine:
     def prepare(self, turn: int) -> Prepared:
         """Compact if needed and return the request. Raises ContextExhausted (exit 5)
         when even the deepest compaction leaves too little room for a reply."""
+        self._count_exactly()
         events = self._compactor.due(self._state, turn, "before model call")
         raw = self._measure.raw(self._state.history)
         estimate = self.calibration.apply(raw)

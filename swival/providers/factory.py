@@ -34,6 +34,7 @@ from swival.providers.http import ProbeError
 from swival.providers.ollama import OllamaProvider
 from swival.providers.openai_compat import OpenAICompatProvider
 from swival.providers.streaming import RetryPolicy, unreachable_message
+from swival.providers.tokenize import ExactCounter
 from swival.providers.wire import HttpChannel, Limits
 
 DEFAULT_URLS = {
@@ -126,7 +127,10 @@ def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
     if kind == "ollama":
         channel = HttpChannel(root, limits, settings.api_key)
         return OllamaProvider(info, policy, channel, window.budget_tokens)
-    return OpenAICompatProvider(info, policy, HttpChannel(api_base, limits, settings.api_key))
+    provider = OpenAICompatProvider(info, policy, HttpChannel(api_base, limits, settings.api_key))
+    if kind == "llamacpp":  # its template and tokenizer endpoints give exact counts
+        provider.exact = ExactCounter(root, settings.api_key)
+    return provider
 
 
 def warm_up(provider: Provider) -> None:

@@ -16,23 +16,35 @@ tokens it reused from its cache).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from swival.messages import Message
 from swival.providers.assembly import StreamAssembly
 from swival.providers.base import ChatRequest
 from swival.providers.streaming import Transient
+from swival.providers.tokenize import ExactCounter
 from swival.providers.wire import DirectProvider, stream_error
 
 
 class OpenAICompatProvider(DirectProvider):
     """Streams chat completions from an OpenAI-compatible server (the channel's base URL is
-    the server's API base, e.g. `http://127.0.0.1:1234/v1`)."""
+    the server's API base, e.g. `http://127.0.0.1:1234/v1`). With `exact` (llama.cpp),
+    `count_prompt` gives the server's own count of a prompt before it is sent."""
 
     path = "/chat/completions"
+    exact: ExactCounter | None = None
 
     def _body(self, request: ChatRequest) -> dict[str, Any]:
         return chat_body(self.info.model, request)
+
+    def count_prompt(self, messages: Sequence[Message],
+                     tools: Sequence[Mapping[str, Any]]) -> int | None:
+        """The prompt's size in the server's tokens (its chat template and tokenizer),
+        or None when the server cannot say."""
+        if self.exact is None:
+            return None
+        return self.exact.count(chat_body(self.info.model, ChatRequest(messages, tools)))
 
     def _decoder(self, request: ChatRequest, assembly: StreamAssembly) -> Callable[[str], str]:
         window = self.info.window.tokens

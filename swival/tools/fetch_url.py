@@ -241,7 +241,9 @@ def _shaped(text: str, max_chars: int, ctx: ToolContext, meta: dict[str, Any]) -
     except OSError as exc:
         note = f"the rest could not be saved ({exc.strerror or exc})"
     else:
-        meta.update(kind="file", path=saved, offset=1)
+        meta.update(kind="file", path=saved, offset=1,
+                    # how the context engine tells the model to continue, if it cuts more
+                    **{"continue": f"read_file file_path={saved} offset={{line}}"})
         note = (f"the whole text is saved in {saved}: read it with read_file "
                 f"file_path=\"{saved}\" offset={next_line} limit={PAGE_LINES}")
     body = shown if shown.endswith("\n") else shown + "\n"

@@ -135,7 +135,8 @@ class ReadFile:
         _check_offset(page, name, self.seconds)
         remember(ctx, path)
         meta = {"kind": "file", "path": name, "lines": page.total, "offset": offset,
-                "shown": len(page.shown)}
+                "shown": len(page.shown),
+                "continue": f"read_file file_path={name} offset={{line}}"}
         return ToolResult(_render(page) + _secrets_note(page.secrets), meta=meta)
 
 
