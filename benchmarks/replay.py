@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -32,13 +33,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from replay_measure import Meter, Run, build_agent, header, row, text_of  # noqa: E402
+from replay_measure import Meter, Run, build_agent, header, p95, row, text_of  # noqa: E402
 from replay_model import Recorded, ReplayModel, ScriptModel  # noqa: E402
 from scenarios import SCENARIOS, Scenario, workspace  # noqa: E402
 
 from swival.context.tokens import TokenCounter  # noqa: E402
 from swival.events import Compacted  # noqa: E402
-from swival.messages import Message, ToolCall  # noqa: E402
+from swival.messages import Message, ToolCall, ToolResult  # noqa: E402
 
 WINDOWS = (8192, 16384, 32768)
 ENV = "SWIVAL_TRAJECTORIES"
@@ -140,6 +141,48 @@ def scenario_run(scenario: Scenario, window: int, counter: TokenCounter) -> Run:
     return run
 
 
+def full_history_timing(counter: TokenCounter, trials: int = 30) -> list[float]:
+    """ms of the engine call that compacts a full 32K history: a history of file reads,
+    command runs (some failing) and edits, filled to just under the trigger, then one
+    more result; `trials` times, each history a little different."""
+    times = []
+    for trial in range(trials):
+        root = _fresh("full-32k", str(trial))
+        model = ScriptModel(32768, lambda request: 0)
+        _, engine = build_agent(root, 32768, model, counter)
+        engine.add_user(f"make the parser accept empty input ({trial})")
+        n = 0
+        while not engine.compacting_ms:
+            n += 1
+            _full_step(engine, n, trial)
+        times.append(engine.compacting_ms[0])
+        shutil.rmtree(root, ignore_errors=True)
+    return times
+
+
+def _full_step(engine: Any, n: int, trial: int) -> None:
+    kind = ("file", "command", "file", "edit")[(n + trial) % 4]
+    lines = 60 + (n * 7 + trial) % 50
+    if kind == "file":
+        call = ToolCall(f"c{n}", "read_file", {"file_path": f"src/m{n}.py"})
+        body = "\n".join(f"{i:>4}\tdef step_{n}_{i}(x): return helper(x, {i}) + {trial}"
+                         for i in range(lines))
+        meta: dict[str, Any] = {"kind": "file", "path": f"src/m{n}.py", "lines": lines}
+    elif kind == "command":
+        call = ToolCall(f"c{n}", "run_command", {"command": f"pytest tests/t{n}.py"})
+        body = "\n".join(f"tests/t{n}.py::test_{i} PASSED" for i in range(lines))
+        body += f"\nE   AssertionError: {n} != {n + 1}\n1 failed, {lines} passed"
+        meta = {"kind": "command", "exit_code": 1, "command": f"pytest tests/t{n}.py"}
+    else:
+        call = ToolCall(f"c{n}", "edit_file", {"file_path": f"src/m{n}.py",
+                                               "old_string": "x" * 300, "new_string": "y" * 300})
+        body, meta = f"Edited src/m{n}.py.", {"changed": [[f"src/m{n}.py", "modified"]]}
+    engine.add_assistant(Message("assistant", f"step {n}", tool_calls=(call,)))
+    engine.add_tool_result(call, ToolResult(body, meta=meta), read_only=kind == "file")
+    engine.after_tool_batch(n)
+    engine.prepare(n)
+
+
 def tables(directory: Path, windows: Sequence[int]) -> tuple[str, int]:
     """The table of recorded runs, the table of scenarios, and how many runs."""
     counter = TokenCounter()
@@ -153,6 +196,10 @@ def tables(directory: Path, windows: Sequence[int]) -> tuple[str, int]:
         for window in windows:
             run = scenario_run(scenario, window, counter)
             lines.append(row(f"{scenario.name} {window // 1024}K", [run], ("task",)))
+    times = full_history_timing(counter)
+    lines += ["", f"Engine call that compacts a full 32K history ({len(times)} histories of "
+              f"reads, test runs and edits): median {statistics.median(times):.1f} ms, "
+              f"95th percentile {p95(times):.1f} ms."]
     return "\n".join(lines), len(data)
 
 

@@ -15,7 +15,8 @@ the recorded runs and the scripted scenarios use the very same code).
     L1/L2/L3      compactions per level
     kept          final requests that still hold the task, the edited paths, the last
                   error (message text and tool-call arguments both count)
-    engine ms     mean and 95th percentile of the engine calls that compacted
+    engine ms     mean and 95th percentile of the engine calls that compacted, less the
+                  time spent in the summarizer (a model call, here the replay's stand-in)
 
 A recap call is counted in full and is assumed not to evict the conversation from the
 server's cache (a server with two slots, or llama.cpp's prompt cache in RAM, keeps it).
@@ -46,25 +47,42 @@ from swival.tools.registry import ToolRegistry
 
 
 class TimedEngine(ContextEngine):
-    """The real engine, timing the calls that compacted."""
+    """The real engine, timing the calls that compacted. The time spent in the
+    summarizer (a model call; here the replay's stand-in) is not the engine's: it is
+    left out."""
 
     compacting_ms: list[float]
+    model_seconds: list[float]
 
-    def _timed(self, events: Sequence[Compacted], started: float) -> None:
-        if events:
-            self.compacting_ms.append((time.perf_counter() - started) * 1000)
+    def _timed(self, events: Sequence[object], started: float, model: float) -> None:
+        if any(isinstance(e, Compacted) for e in events):
+            spent = time.perf_counter() - started - (sum(self.model_seconds) - model)
+            self.compacting_ms.append(spent * 1000)
 
     def prepare(self, turn: int) -> Any:
-        started = time.perf_counter()
+        started, model = time.perf_counter(), sum(self.model_seconds)
         prepared = super().prepare(turn)
-        self._timed(prepared.events, started)
+        self._timed(prepared.events, started, model)
         return prepared
 
-    def after_tool_batch(self, turn: int) -> list[Compacted]:
-        started = time.perf_counter()
+    def after_tool_batch(self, turn: int) -> list[Any]:
+        started, model = time.perf_counter(), sum(self.model_seconds)
         events = super().after_tool_batch(turn)
-        self._timed(events, started)
+        self._timed(events, started, model)
         return events
+
+
+def _timed_summarizer(model: Provider, spent: list[float]) -> Any:
+    summarize = make_summarizer(model)
+
+    def timed(instructions: str, messages: Sequence[Message]) -> str | None:
+        started = time.perf_counter()
+        try:
+            return summarize(instructions, messages)
+        finally:
+            spent.append(time.perf_counter() - started)
+
+    return timed
 
 
 def build_agent(root: Path, window: int, model: Provider, counter: TokenCounter
@@ -74,11 +92,12 @@ def build_agent(root: Path, window: int, model: Provider, counter: TokenCounter
     repeats from run to run."""
     registry = ToolRegistry(default_tools())
     state = root / ".swival"
+    spent: list[float] = []
     engine = TimedEngine(ContextSettings(window=window), system_prompt(root),
-                         registry.schemas(), knowledge=Knowledge(state), state_dir=state,
-                         summarize=make_summarizer(model),
-                         extras=Extras(counter=counter, session_id="replay"))
-    engine.compacting_ms = []
+                         registry.schemas(), knowledge=Knowledge(state),
+                         extras=Extras(state_dir=state, summarize=_timed_summarizer(model, spent),
+                                       counter=counter, session_id="replay"))
+    engine.compacting_ms, engine.model_seconds = [], spent
     agent = Agent(model, registry, engine, ToolContext(root=root), AgentConfig(max_turns=10_000))
     return agent, engine
 

@@ -5,8 +5,11 @@ the real agent, tools and context engine with a model that follows a script.
     long-haul     35 calls: read, edit, run failing and passing commands, write a
                   module and its test, then answer
 
-`workspace(root)` writes the project (a small `shop` package, about 2,000 tokens per
-module); `SCENARIOS[name]` holds the task and the steps. A step is what the model
+`workspace(root)` writes the project (a small `shop` package, about 1,400 tokens per
+module, and `check.py`, which runs its tests without printing timings, so every run
+prints the same); `SCENARIOS[name]` holds the task and the steps. The sizes make the
+investigation about as large as the one issue 12 describes (its prompt reaches about
+28,500 tokens when nothing is compacted). A step is what the model
 says and the one tool it calls; the script does not depend on what the tools answer,
 so the same run can be replayed against any window, provider or server double.
 Edits name text that exists in the generated files, and every file is read before it
@@ -100,6 +103,20 @@ if __name__ == "__main__":
 '''
 
 
+CHECK = '''"""Run the tests; print what failed and a count (no timings: the output repeats)."""
+import sys
+import unittest
+
+result = unittest.TestResult()
+unittest.defaultTestLoader.discover("tests").run(result)
+for test, trace in result.failures + result.errors:
+    print(f"FAIL: {test.id()}")
+    print(trace)
+print(f"{result.testsRun} tests, {len(result.failures)} failures, {len(result.errors)} errors")
+sys.exit(1 if result.failures or result.errors else 0)
+'''
+
+
 def workspace(root: Path) -> None:
     """Write the generated project under `root`."""
     package = root / "shop"
@@ -111,8 +128,8 @@ def workspace(root: Path) -> None:
     tests.mkdir(exist_ok=True)
     (tests / "__init__.py").write_text("", encoding="utf-8")
     (tests / "test_pricing.py").write_text(TEST_PRICING, encoding="utf-8")
-    (root / "README.md").write_text("# shop\n\nRun the tests with "
-                                    "`python3 -m unittest discover -s tests`.\n",
+    (root / "check.py").write_text(CHECK, encoding="utf-8")
+    (root / "README.md").write_text("# shop\n\nRun the tests with `python3 check.py`.\n",
                                     encoding="utf-8")
 
 
@@ -169,7 +186,7 @@ LONG_HAUL_TASK = (
     "tests/test_pricing.py pass, then add shop/loyalty.py with a points_for(order) "
     "function (one point per whole unit spent) and a test for it."
 )
-RUN_TESTS = "python3 -m unittest discover -s tests -q"
+RUN_TESTS = "python3 check.py"
 FIXED = ("    value = total - total * Decimal(percent) / 100\n"
          "    return value.quantize(CENT, rounding=ROUND_HALF_UP)")
 LOYALTY = '''"""Loyalty points."""
@@ -244,7 +261,7 @@ LONG_HAUL = Scenario(
         Step("", "grep", {"pattern": "points", "path": "shop"}),
         _read("shop/shipping.py"),
         _read("shop/stock.py"),
-        Step("", "run_command", {"command": "python3 -m unittest discover -s tests -v"}),
+        Step("", "run_command", {"command": "python3 check.py && ls tests"}),
         Step("", "run_command", {"command": "git status --short || ls shop tests"}),
         Step("", "run_command", {"command": "python3 -c \"import shop.loyalty as l; "
                                  "print(l.points_for.__doc__)\""}),

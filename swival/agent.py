@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from swival.context.engine import ContextEngine
+from swival.context.engine import ContextEngine, Prepared
 from swival.errors import ContextExhausted, ContextOverflowError, ProviderError
 from swival.events import (
     Event,
@@ -225,26 +225,9 @@ class Agent:
                 yield from self.context.on_overflow(error, self._clock)
                 continue
             assert completion is not None  # the protocol ends every stream with one
-            cut = None
-            if completion.usage is not None:
-                cut = self.context.record_usage(completion.usage, prepared)
-                self._usage = Usage(
-                    self._usage.prompt_tokens + completion.usage.prompt_tokens,
-                    self._usage.completion_tokens + completion.usage.completion_tokens,
-                )
-            yield ModelCallFinished(completion.usage, prepared.estimated_tokens)
-            if cut is not None:
-                # The reply was written without the part of the prompt the server dropped.
-                yield Notice(f"{cut} Compacting to fit and asking again.", "warning")
-                yield from self.context.on_overflow(cut, self._clock)
+            again = yield from self._ask_again(completion, prepared)
+            if again:
                 continue
-            if completion.finish_reason == "length" and prepared.room_limited:
-                room = self.context.make_room(self._clock)
-                if room:  # the window, not the limit, cut it: make room, ask again
-                    yield Notice("The reply ran out of room in the context window; "
-                                 "compacting and asking again.", "warning")
-                    yield from room
-                    continue
             if completion.notes:
                 yield Notice("Repaired: " + "; ".join(completion.notes) + ".")
             if completion.finish_reason != "length":
@@ -255,6 +238,32 @@ class Agent:
             "The server kept rejecting the prompt as too long even after compaction. "
             "Load the model with a larger context window or pass a smaller --max-context-tokens."
         )
+
+    def _ask_again(self, completion: Completion, prepared: Prepared
+                   ) -> Generator[Event, None, bool]:
+        """Count the reply's usage; True (after compacting) when it must be asked again:
+        the server cut the prompt, or the window's room cut the reply short."""
+        cut = None
+        if completion.usage is not None:
+            cut = self.context.record_usage(completion.usage, prepared)
+            self._usage = Usage(
+                self._usage.prompt_tokens + completion.usage.prompt_tokens,
+                self._usage.completion_tokens + completion.usage.completion_tokens,
+            )
+        yield ModelCallFinished(completion.usage, prepared.estimated_tokens)
+        if cut is not None:
+            # The reply was written without the part of the prompt the server dropped.
+            yield Notice(f"{cut} Compacting to fit and asking again.", "warning")
+            yield from self.context.on_overflow(cut, self._clock)
+            return True
+        if completion.finish_reason == "length" and prepared.room_limited:
+            room = self.context.make_room(self._clock)
+            if room:  # the window, not the limit, cut it: make room, ask again
+                yield Notice("The reply ran out of room in the context window; "
+                             "compacting and asking again.", "warning")
+                yield from room
+                return True
+        return False
 
     def _run_tool(self, call: ToolCall) -> Iterator[Event]:
         yield ToolStarted(call)

@@ -133,11 +133,11 @@ def _context_engine(settings: Settings, provider: Provider, registry: ToolRegist
             # Providers whose prompt counts may leave out KV-cached tokens say so.
             counts_include_cache=getattr(provider, "counts_include_cache", True),
         ),
-        system_prompt(root), registry.schemas(),
-        knowledge=Knowledge(state_dir), state_dir=state_dir,
-        summarize=make_summarizer(provider, settings.temperature),
+        system_prompt(root), registry.schemas(), knowledge=Knowledge(state_dir),
         # A server that counts prompts itself (llama.cpp) offers count_prompt.
-        extras=Extras(redactor=redactor, exact=getattr(provider, "count_prompt", None),
+        extras=Extras(state_dir=state_dir, redactor=redactor,
+                      summarize=make_summarizer(provider, settings.temperature),
+                      exact=getattr(provider, "count_prompt", None),
                       on_transcript=lambda path: index.record(root, path.stem)),
     )
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swival.context.engine import ContextEngine, ContextSettings
+from swival.context.engine import ContextEngine, ContextSettings, Extras
 from swival.context.knowledge import Knowledge
 from swival.messages import Message, ToolCall, ToolResult, Usage
 
@@ -17,7 +17,8 @@ def engine_with(tmp_path: Path, window: int, tokens: int, *,
     """An engine holding a conversation of about `tokens` tokens."""
     engine = ContextEngine(
         ContextSettings(window=window, counts_include_cache=counts_include_cache),
-        "You are a coding agent.", [], knowledge=Knowledge(tmp_path), state_dir=tmp_path)
+        "You are a coding agent.", [], knowledge=Knowledge(tmp_path),
+        extras=Extras(state_dir=tmp_path))
     engine.add_user("read the sources")
     n = 0
     while engine.estimate() < tokens:

@@ -32,8 +32,8 @@ def make_engine(tmp_path: Path, window: int = 8192, *, summarize: object = None,
     return ContextEngine(
         ContextSettings(window=window, proactive_summaries=proactive),
         "You are a coding agent. Be brief.", SCHEMAS, knowledge=Knowledge(folder),
-        state_dir=folder if state else None, summarize=summarize,  # type: ignore[arg-type]
-        extras=Extras(counter=COUNTER))
+        extras=Extras(state_dir=folder if state else None, counter=COUNTER,
+                      summarize=summarize))  # type: ignore[arg-type]
 
 
 def code_text(lines: int, seed: int = 0) -> str:
@@ -171,7 +171,7 @@ def test_recap_falls_back_to_checkpoints_then_one_marker(tmp_path: Path) -> None
 
 def test_nothing_fits_raises_context_exhausted(tmp_path: Path) -> None:
     engine = ContextEngine(ContextSettings(window=1024), "rules " * 900, [],
-                           knowledge=Knowledge(None), state_dir=None)
+                           knowledge=Knowledge(None))
     engine.add_user("hello")
     with pytest.raises(ContextExhausted, match="larger context window"):
         engine.prepare(1)

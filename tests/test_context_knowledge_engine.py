@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from swival.context.engine import ContextEngine, ContextSettings
+from swival.context.engine import ContextEngine, ContextSettings, Extras
 from swival.context.knowledge import Knowledge
 from swival.errors import ContextExhausted, ContextOverflowError
 from swival.messages import Message, ToolCall, ToolResult
@@ -31,7 +31,8 @@ class Session:
         self.knowledge = Knowledge(root / ".swival")
         self.engine = ContextEngine(
             ContextSettings(window=window, max_output_tokens=1024), "You are a coding agent.",
-            self.registry.schemas(), knowledge=self.knowledge, state_dir=root / ".swival")
+            self.registry.schemas(), knowledge=self.knowledge,
+            extras=Extras(state_dir=root / ".swival"))
         self.turn = 0
 
     def call(self, name: str, **args: Any) -> ToolResult:

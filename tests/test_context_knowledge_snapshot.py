@@ -95,7 +95,7 @@ def test_scope_starts_after_the_last_request_or_restore_or_at_the_checkpoint() -
 
 def test_a_write_before_the_scope_does_not_block_a_restore(tmp_path: Path) -> None:
     engine = ContextEngine(ContextSettings(window=8192), "sys", [],
-                           knowledge=Knowledge(None), state_dir=None)
+                           knowledge=Knowledge(None))
     engine.add_user("edit, then investigate")
     for n, (name, read_only) in enumerate((("write_file", False), ("read_file", True))):
         call = ToolCall(f"c{n}", name, {})

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_context_doubles import COUNTER, SCHEMAS, FakeKnowledge
 
 from swival.config import Settings, user_state_dir
 from swival.context.engine import ContextEngine, ContextSettings, Extras
+from swival.context.knowledge import Knowledge
 from swival.context.transcript import Transcript
 from swival.errors import UsageError
 from swival.messages import Message, ToolCall, ToolResult
@@ -143,8 +143,8 @@ def test_a_spill_never_writes_through_a_planted_file(tmp_path: Path) -> None:
 
 def test_the_context_layer_spills_and_records_redacted(tmp_path: Path) -> None:
     engine = ContextEngine(
-        ContextSettings(window=4096), "system", SCHEMAS, knowledge=FakeKnowledge(),
-        state_dir=tmp_path, extras=Extras(counter=COUNTER, redactor=REDACTOR))
+        ContextSettings(window=4096), "system", [], knowledge=Knowledge(None),
+        extras=Extras(state_dir=tmp_path, redactor=REDACTOR))
     engine.add_user("run it")
     call_ = ToolCall(id="c1", name="run_command", arguments={"command": "env"})
     engine.add_assistant(Message(role="assistant", content=f"say {KEY}", tool_calls=(call_,)))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swival.context.summarize import Summarizer
 from swival.context.tokens import TokenCounter
 from swival.events import Compacted
 from swival.messages import Message
@@ -29,12 +30,16 @@ ExactCount = Callable[[Sequence[Message], Sequence[Mapping[str, Any]]], "int | N
 
 @dataclass(frozen=True)
 class Extras:
-    """Optional: a shared counter (tiktoken loads once), a fixed session id, the
-    server's own count of a prompt (messages, tool schemas) where it offers one
-    (llama.cpp's template and tokenizer), the redactor that keeps secrets out of the
-    transcript and saved outputs, and who to tell when a new transcript file is created
-    (the session index)."""
+    """What the engine may have: `state_dir` (<project>/.swival: the transcript and
+    saved outputs; None keeps everything in memory), the summarizer for recaps and
+    checkpoints (a tool-free model call), a shared counter (tiktoken loads once), a
+    fixed session id, the server's own count of a prompt (messages, tool schemas) where
+    it offers one (llama.cpp's template and tokenizer), the redactor that keeps secrets
+    out of the transcript and saved outputs, and who to tell when a new transcript file
+    is created (the session index)."""
 
+    state_dir: Path | None = None
+    summarize: Summarizer | None = None
     counter: TokenCounter | None = None
     session_id: str | None = None
     exact: ExactCount | None = None

@@ -16,6 +16,7 @@ OUTPUT_FLOOR (or max_output_tokens, if smaller) is not sent.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 OUTPUT_FLOOR = 256  # the smallest room for a reply we send a prompt with
 OUTPUT_SHARE = 0.15  # share of the window held back for the reply when budgeting
@@ -54,3 +55,14 @@ class Budget:
         max_output_tokens; never more than that room (0 when there is none)."""
         room = self.window - prompt_tokens - int(self.window * SAFETY_SHARE)
         return max(0, min(self.max_output_tokens, room))
+
+
+def exhausted_text(window: int, estimate: int, schema_tokens: int,
+                   transcript: Path | None) -> str:
+    """What the user reads when even the deepest compaction leaves no room."""
+    where = f" The full conversation is saved in {transcript}." if transcript else ""
+    return (
+        f"The conversation no longer fits the {window}-token context window, even after the "
+        f"deepest compaction (about {estimate} tokens needed, including {schema_tokens} for "
+        f"tool schemas).{where} To continue, load the model with a larger context window "
+        "(and pass --max-context-tokens), or start over with /clear and a smaller request.")

@@ -40,6 +40,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from swival.errors import ContextOverflowError
+
 ALPHA = 0.2
 FACTOR_MIN = 0.5
 FACTOR_MAX = 3.0
@@ -105,6 +107,19 @@ class Calibration:
         if reported <= 0 or raw_tokens <= 0:
             return
         self.factor = min(FACTOR_MAX, max(self.factor, reported / raw_tokens))
+
+    def judge(self, reading: Reading, window: int, estimate: int
+              ) -> ContextOverflowError | None:
+        """Fold in `reading`, or, when it shows the server cut the prompt, leave the
+        calibration alone and return a `truncated` overflow with the real window."""
+        learned = self.truncated_window(reading, window)
+        if learned is None:
+            self.observe(reading)
+            return None
+        return ContextOverflowError(
+            f"The server counted {reading.reported} prompt tokens for a prompt of about "
+            f"{estimate}: it cut the prompt to fit a window of about {learned} tokens.",
+            kind="truncated", prompt_tokens=reading.reported, window=learned)
 
     def truncated_window(self, reading: Reading, window: int) -> int | None:
         """The window the server really runs when `reading` shows it cut the prompt

@@ -18,7 +18,27 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from swival.redaction import Redactor
+from swival.state import spill_folder, spill_text
+
 HEAD_SHARE_COMMAND = 0.4  # the rest of a command preview goes to its tail
+
+
+def spill_writer(state_dir: Path | None, session_id: str, redactor: Redactor,
+                 stem: str) -> Callable[[str], Path | None]:
+    """What cap_result saves an oversized text with: redacted, into the session's spill
+    folder under <state_dir>/out/; None when there is no state directory or the file
+    cannot be written."""
+    def write(content: str) -> Path | None:
+        if state_dir is None:
+            return None
+        try:
+            return spill_text(redactor.redact(content), spill_folder(state_dir, session_id),
+                              stem)
+        except OSError:
+            return None
+
+    return write
 
 
 def _cut_lines(text: str, chars: int) -> str:

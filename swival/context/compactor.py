@@ -60,8 +60,11 @@ class Compactor:
 
     def run(self, state: State, turn: int, reason: str, first: int) -> list[Compacted]:
         """From level `first` on, take the option the gate chooses; when no option of a
-        level reaches the target, take that level's largest step and go deeper."""
+        level reaches the target, take that level's largest step and go deeper. The
+        levels run before one request are one rewrite for the server: the last event
+        carries what they make it compute again, together."""
         events: list[Compacted] = []
+        start = self.measure.cost(state.history, state.sent)
         for level in range(max(1, first), 4):
             measured = self._measured(state, level)
             state.last_level = level
@@ -71,13 +74,22 @@ class Compactor:
                 events.append(self._apply(state, chosen, reason, turn))
             if self.gate.enough(self.measure.tokens(state.history)):
                 break
-        return events
+        return self._charge(state, events, start)
+
+    def _charge(self, state: State, events: list[Compacted], start: int) -> list[Compacted]:
+        if not events:
+            return events
+        total = max(0, self.measure.cost(state.history, state.sent) - start)
+        state.reprocessed += total
+        return [replace(e, reprocessed=0) for e in events[:-1]] + [
+            replace(events[-1], reprocessed=total)]
 
     def by_request(self, state: State, level: int, reason: str, turn: int) -> Compacted | None:
         """/compact (level 1) and /compact --drop (levels 1 then 2), whatever the
         target, each as far as it goes: one event with the deepest level that changed
         something, or None."""
-        before, cost = self.measure.tokens(state.history), state.reprocessed
+        before = self.measure.tokens(state.history)
+        start = self.measure.cost(state.history, state.sent)
         done = []
         for n in range(1, level + 1):
             best = min(self._measured(state, n), key=lambda o: o.tokens, default=None)
@@ -86,8 +98,9 @@ class Compactor:
         if not done:
             return None
         state.last_level = done[-1].level
+        cost = self._charge(state, done, start)[-1].reprocessed
         return Compacted(done[-1].level, reason, before, self.measure.tokens(state.history),
-                         turn, state.reprocessed - cost)
+                         turn, cost)
 
     def _measured(self, state: State, level: int) -> list[Option]:
         budget = self.gate.budget
@@ -123,13 +136,13 @@ class Compactor:
     def commit(self, state: State, history: History, level: int,
                why: tuple[str, int]) -> Compacted:
         """Make `history` the engine's (the transcript already has every message) and
-        report it, with the tokens it makes the server compute again."""
+        report it, with the tokens it makes the server compute again (a chain of levels
+        is charged by `run`)."""
         before = self.measure.tokens(state.history)
         added = max(0, self.measure.cost(history, state.sent)
                     - self.measure.cost(state.history, state.sent))
         state.history = history
         event = Compacted(level, why[0], before, self.measure.tokens(history), why[1], added)
         state.compactions += 1
-        state.reprocessed += added
         self._record(history, event)
         return event

@@ -32,7 +32,7 @@ from typing import Any
 from swival.context import caps, pinned, snapshot
 from swival.context.api import ContextSettings, ContextUsage, Extras, Prepared
 from swival.context.background import Background, Checkpoints
-from swival.context.budget import OUTPUT_FLOOR, Budget
+from swival.context.budget import OUTPUT_FLOOR, Budget, exhausted_text
 from swival.context.calibration import Calibration, Reading
 from swival.context.compactor import Compactor, State
 from swival.context.gate import Gate
@@ -51,7 +51,6 @@ from swival.errors import ContextExhausted, ContextOverflowError
 from swival.events import Checkpointed, Compacted
 from swival.messages import Message, ToolCall, ToolResult, Usage
 from swival.redaction import Redactor
-from swival.state import spill_folder, spill_text
 
 __all__ = ["ContextEngine", "ContextSettings", "Extras", "Prepared", "Summarizer"]
 
@@ -64,11 +63,10 @@ class ContextEngine:
 
     def __init__(self, settings: ContextSettings, system_prompt: str,
                  tool_schemas: Sequence[Any], *, knowledge: Knowledge,
-                 state_dir: Path | None, summarize: Summarizer | None = None,
                  extras: Extras | None = None) -> None:
         extras = extras or Extras()
-        self.settings, self.knowledge, self.summarize = settings, knowledge, summarize
-        self.state_dir = state_dir
+        self.settings, self.knowledge, self.summarize = settings, knowledge, extras.summarize
+        self.state_dir = state_dir = extras.state_dir
         self.counter = extras.counter or TokenCounter()
         self.calibration = Calibration()
         self.gate = Gate(Budget(settings.window, settings.max_output_tokens,
@@ -90,25 +88,15 @@ class ContextEngine:
             self.transcript_path) else None
         self._checkpoints = Checkpoints(Background(self._checkpoint_recap), knowledge,
                                         self.counter.text) if (
-            settings.proactive_summaries and summarize) else None
+            settings.proactive_summaries and self.summarize) else None
         self._fresh_state()
 
     def _open_transcript(self, path: Path, resume: bool = False) -> Transcript:
         return Transcript(path, self.redactor, resume=resume, on_create=self._on_transcript)
 
     def _spill(self, stem: str) -> Callable[[str], Path | None]:
-        """A writer that saves an oversized text, redacted, in this session's spill
-        folder under <state_dir>/out/ (None: not saved)."""
-        def write(content: str) -> Path | None:
-            if self.state_dir is None:
-                return None
-            try:
-                return spill_text(self.redactor.redact(content),
-                                  spill_folder(self.state_dir, self.session_id), stem)
-            except OSError:
-                return None
-
-        return write
+        """Saves an oversized text, redacted, in this session's spill folder."""
+        return caps.spill_writer(self.state_dir, self.session_id, self.redactor, stem)
 
     def _fresh_state(self) -> None:
         self._state = State()
@@ -197,19 +185,15 @@ class ContextEngine:
         return events + self._compactor.due(self._state, turn, "after tool results")
 
     def _count_exactly(self) -> None:
-        """Where the server counts prompts itself (llama.cpp), calibrate on its count
-        before the first request and whenever the estimate nears the trigger, once per
-        history; far from the limit the estimate is good enough and costs nothing."""
+        """Where the server counts prompts itself (llama.cpp): before the first request,
+        and once per history when the estimate nears the trigger (never far from it)."""
         history = self._state.history
-        if self._exact is None or history is self._exactly:
-            return
-        first = self._exactly is None
-        if not first and self.estimate() < EXACT_NEAR * self.budget.trigger:
+        if self._exact is None or history is self._exactly or (
+                self._exactly is not None
+                and self.estimate() < EXACT_NEAR * self.budget.trigger):
             return
         self._exactly = history
-        counted = self._exact(self._view.messages(history), self._schemas)
-        if counted:
-            self.calibration.exact(counted, self._measure.raw(history))
+        self._measure.count_exactly(history, self._exact, self._schemas)
 
     def _attach(self, notes: list[str]) -> None:
         state = self._state
@@ -291,23 +275,14 @@ class ContextEngine:
 
     def record_usage(self, usage: Usage, prepared: Prepared) -> ContextOverflowError | None:
         """Fold the server's prompt size for `prepared` into the calibration (see
-        calibration.py for which figures count and how). Returns a `truncated` overflow,
-        carrying the window the server really runs, when the figure shows the server
-        silently cut the prompt: the reply was written without part of the prompt, so the
-        agent hands it to `on_overflow` and asks again."""
+        calibration.py for which figures count and how); a `truncated` overflow, with the
+        window the server really runs, when the figure shows it silently cut the prompt
+        (the agent hands it to `on_overflow` and asks again)."""
         if self._last is None or self._last[0] is not prepared:
             return None
         complete = self.settings.counts_include_cache or usage.cached_tokens is not None
         reading = Reading(usage.prompt_tokens, self._last[1], complete)
-        window = self.calibration.truncated_window(reading, self.budget.window)
-        if window is not None:
-            return ContextOverflowError(
-                f"The server counted {usage.prompt_tokens} prompt tokens for a prompt of about "
-                f"{prepared.estimated_tokens}: it cut the prompt to fit a window of about "
-                f"{window} tokens.", kind="truncated", prompt_tokens=usage.prompt_tokens,
-                window=window)
-        self.calibration.observe(reading)
-        return None
+        return self.calibration.judge(reading, self.budget.window, prepared.estimated_tokens)
 
     def on_overflow(self, error: ContextOverflowError, turn: int) -> list[Compacted]:
         """The server rejected (or cut) the last prompt: adopt its figures, compact one
@@ -333,14 +308,8 @@ class ContextEngine:
         return events
 
     def _exhausted_text(self, estimate: int) -> str:
-        where = (f" The full conversation is saved in {self.transcript_path}."
-                 if self.transcript_path else "")
-        return (
-            f"The conversation no longer fits the {self.budget.window}-token context window, "
-            f"even after the deepest compaction (about {estimate} tokens needed, including "
-            f"{self._measure.schema_tokens} for tool schemas).{where} To continue, load the model "
-            "with a larger context window (and pass --max-context-tokens), or start over "
-            "with /clear and a smaller request.")
+        return exhausted_text(self.budget.window, estimate, self._measure.schema_tokens,
+                              self.transcript_path)
 
     # ----- knowledge and snapshots ---------------------------------------------------------
 

@@ -83,6 +83,13 @@ _WEAK = (
 )
 
 
+# Every pattern above needs one of these; most lines of output have none, and are
+# passed over without trying the patterns (shrinking long command output stays cheap).
+_HINT = re.compile(r"rror|xception|Exit|Interrupt|FAIL|fatal|panic|●|fail|timed out|not found"
+                   r"|No such|denied|Segmentation|Killed|exit status|\*\*\*|^E\s|:\d+:",
+                   re.IGNORECASE)
+
+
 def _matches(line: str, patterns: tuple[re.Pattern[str], ...]) -> bool:
     return any(p.match(line) for p in patterns)
 
@@ -120,6 +127,8 @@ class _Scan:
                 self.cause = line.strip()
                 return
         self._pytest(line)
+        if not _HINT.search(line):
+            return
         if _matches(line, _STRONG):
             self.cause = line.strip()
         elif _matches(line, _WITH_NEXT):

@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from swival.context.api import ExactCount
 from swival.context.calibration import Calibration
 from swival.context.history import History
 from swival.context.pinned import View
 from swival.context.tokens import TokenCounter
+
+REPLY_PRIMING = 3  # the tokens that open the reply (TokenCounter.messages adds them too)
 
 
 class Measure:
@@ -36,10 +39,16 @@ class Measure:
         return self._schema_count
 
     def raw(self, history: History, remember: bool = True) -> int:
-        """Our uncalibrated count of the whole request (messages and tool schemas).
-        `remember=False` for a candidate, so the current fold is kept (pinned.View)."""
-        return (self.counter.messages(self.view.messages(history, remember))
-                + self.schema_tokens)
+        """Our uncalibrated count of the whole request (messages and tool schemas), from
+        the turns' cached counts. `remember=False` for a candidate, so the fold kept for
+        the current history is not replaced (pinned.View)."""
+        count = self.counter.message
+        head = count(self.view.system)
+        if history.pinned is not None:
+            view = self.view.messages(history, remember)
+            folded = len(view) > 1 and history.turns and view[1] is not history.pinned
+            head += count(view[1]) - (count(history.turns[0].head) if folded else 0)
+        return head + history.tokens + REPLY_PRIMING + self.schema_tokens
 
     def tokens(self, history: History, remember: bool = True) -> int:
         return self.calibration.apply(self.raw(history, remember))
@@ -69,15 +78,24 @@ class Measure:
 
     def unsent(self, history: History, sent: History) -> int:
         """Tokens of `history` after the last message of `sent`: new to the server."""
-        messages = history.messages()
-        done = sent.messages()
-        if not done:
-            return sum(self.counter.message(m) for m in messages)
-        for index in range(len(messages) - 1, -1, -1):
-            if messages[index] is done[-1]:
-                return sum(self.counter.message(m) for m in messages[index + 1:])
+        if not sent.turns:
+            return history.tokens
+        last = sent.turns[-1].messages[-1]
+        tokens = 0
+        for turn in reversed(history.turns):
+            for message in reversed(turn.messages):
+                if message is last:
+                    return tokens
+                tokens += self.counter.message(message)
         return 0
 
     def cost(self, history: History, sent: History) -> int:
         """Tokens the server must compute again if `history` is sent after `sent`."""
         return max(0, self.tail(history, sent) - self.unsent(history, sent))
+
+    def count_exactly(self, history: History, exact: ExactCount,
+                      schemas: Sequence[Mapping[str, Any]]) -> None:
+        """Calibrate on the server's own count of `history` as a request, if it gives one."""
+        counted = exact(self.view.messages(history), schemas)
+        if counted:
+            self.calibration.exact(counted, self.raw(history))

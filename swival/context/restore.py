@@ -42,7 +42,10 @@ class Restorer:
             return snapshot.status(state.scope, state.history)
         if not (effect.summary or "").strip():
             return Refused("no summary")
-        return self.collapse(state, effect.label, effect.summary or "", effect.force,
+        refusal = self._dirty(state, state.scope.start(state.history), effect.force)
+        if refusal:
+            return refusal
+        return self.collapse(state, effect.label, effect.summary or "",
                              ("snapshot restore", turn), inflight=True)
 
     def by_user(self, state: State, recapper: Recapper | None, force: bool,
@@ -60,7 +63,7 @@ class Restorer:
         summary = recapper.recap(gone, None)
         if not summary:
             return Refused("summary failed")
-        return self.collapse(state, None, summary, True, ("/restore", turn), inflight=False)
+        return self.collapse(state, None, summary, ("/restore", turn), inflight=False)
 
     def _dirty(self, state: State, start: int, force: bool) -> Refused | None:
         names = snapshot.changes(state.history, start)
@@ -68,13 +71,11 @@ class Restorer:
             return Refused("dirty", names, snapshot.since_words(state.scope))
         return None
 
-    def collapse(self, state: State, label: str | None, summary: str, force: bool,
-                 why: tuple[str, int], inflight: bool) -> Refused | Restored:
-        """Collapse the scope into `summary` (`inflight`: the last turn asked for it)."""
+    def collapse(self, state: State, label: str | None, summary: str, why: tuple[str, int],
+                 inflight: bool) -> Restored:
+        """Collapse the scope into `summary` (`inflight`: the last turn asked for it); the
+        caller has checked that it may."""
         start = state.scope.start(state.history)
-        refusal = self._dirty(state, start, force)
-        if refusal:
-            return refusal
         stored = self.knowledge.add_snapshot_summary(label, summary, why[1])
         pointer = (f"[Snapshot summary{f' {label!r}' if label else ''} is pinned at the top "
                    "of the conversation.]")
@@ -83,6 +84,7 @@ class Restorer:
                                              self.compactor.measure.counter.message, inflight)
         history = replace(history, pinned=self.render(history))
         event = self.compactor.commit(state, history, 0, why)
+        state.reprocessed += event.reprocessed
         state.last_level = 0
         state.scope = replace(state.scope, checkpoint=None, label=None,
                               boundary=len(history.turns), lost=False)
