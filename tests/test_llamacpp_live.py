@@ -164,3 +164,20 @@ def test_exact_count_is_what_the_server_counts_and_cheap(provider: Provider) -> 
         print(f"\nlive exact count: {counted} (server {done.usage}) in {took:.1f} ms")
         assert done.usage is not None and counted == done.usage.prompt_tokens
         assert took < 250
+
+
+def test_exact_count_cost_by_prompt_size(provider: Provider) -> None:
+    """What an exact count costs (median of 10) for prompts of about 360, 3,400 and
+    11,900 SmolLM2 tokens; the engine asks only near its compaction trigger."""
+    for lines in (20, 200, 700):
+        messages = [Message("system", "You are terse."),
+                    Message("user", "def f(x): return x + 1  # a line of code\n" * lines)]
+        times = []
+        for _ in range(10):
+            started = time.perf_counter()
+            counted = provider.count_prompt(messages, ())  # type: ignore[attr-defined]
+            times.append((time.perf_counter() - started) * 1000)
+        times.sort()
+        print(f"\nlive exact count of {counted} tokens: median {times[5]:.1f} ms, "
+              f"max {times[-1]:.1f} ms")
+        assert counted and times[5] < 100
