@@ -117,12 +117,16 @@ def help_breakdown() -> str:
                      [f"{name} {us / 1000:.0f} ms" for name, us in biggest])
 
 
-def repl_runs(server: FakeServer, runs: int) -> tuple[list[Run], list[Run]]:
-    """(launch until the prompt, Enter until the request reached the server) per launch."""
+def repl_runs(server: FakeServer, runs: int, config: str = "") -> tuple[list[Run], list[Run]]:
+    """(launch until the prompt, Enter until the request reached the server) per launch;
+    `config` is the user's global config file for these launches."""
     import pexpect
 
     root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
     (root / ".git").mkdir()
+    if config:
+        (root / ".config" / "swival").mkdir(parents=True)
+        (root / ".config" / "swival" / "config.toml").write_text(config, encoding="utf-8")
     launches, firsts = [], []
     for _ in range(runs):
         server.script(Reply(text="The answer."))
@@ -327,15 +331,15 @@ def section(rows: list[tuple[str, str, str, str]], load: str) -> str:
     )
 
 
-def write_docs(text: str) -> Path:
-    """Replace (or append) the Start-up section, leaving every other section alone."""
+def write_docs(text: str, heading: str = SECTION) -> Path:
+    """Replace (or append) the section under `heading`, leaving every other section alone."""
     path = ROOT / "docs" / "benchmarks.md"
     current = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    start = current.find(SECTION + "\n")
+    start = current.find(heading + "\n")
     if start < 0:
         updated = current.rstrip("\n") + "\n\n" + text
     else:
-        end = current.find("\n## ", start + len(SECTION))
+        end = current.find("\n## ", start + len(heading))
         tail = current[end + 1:] if end >= 0 else ""
         updated = current[:start] + text + ("\n" + tail if tail else "")
     path.write_text(updated, encoding="utf-8")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from swival.context.engine import ContextEngine, Prepared
 from swival.errors import ContextExhausted, ContextOverflowError, ProviderError
@@ -76,6 +77,14 @@ def make_summarizer(
     return summarize
 
 
+class ToolSource(Protocol):
+    """Tools that arrive after start-up (MCP servers): `settle()` runs before every model
+    request; the first time it waits for them and installs them (yielding notices), so
+    the tool list is fixed before the first request; later calls do nothing."""
+
+    def settle(self) -> Iterator[Event]: ...
+
+
 @dataclass(frozen=True)
 class AgentConfig:
     max_turns: int = 100
@@ -83,6 +92,7 @@ class AgentConfig:
     # Secrets: put out of sight in requests and tool results (content and metadata)
     # before the model, the transcript or the screen sees them.
     redactor: Redactor = field(default_factory=Redactor)
+    tool_source: ToolSource | None = None
 
 
 class Agent:
@@ -201,6 +211,8 @@ class Agent:
 
     def _call_model(self) -> Generator[Event, None, Completion]:
         """Send the prepared context; compact and retry when the server reports an overflow."""
+        if self.config.tool_source is not None:
+            yield from self.config.tool_source.settle()
         for _ in range(MAX_OVERFLOW_RETRIES + 1):
             prepared = self.context.prepare(self._clock)
             yield from prepared.events

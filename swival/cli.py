@@ -97,6 +97,8 @@ def run(  # noqa: PLR0913 - one parameter per documented option
     = None,
     proactive_summaries: Annotated[bool | None, Opt("--proactive-summaries/"
                                                     "--no-proactive-summaries")] = None,
+    mcp: Annotated[bool | None, Opt("--mcp/--no-mcp", help="Start the configured MCP servers "
+                                    "[on] / run without them.")] = None,
     config: Annotated[Path | None, Opt("--config", help="Config file to use instead of the "
                                        "project's swival.toml.")] = None,
     trust: Annotated[bool | None, Opt("--trust/--untrust", help="Apply the keys of this "
@@ -124,6 +126,7 @@ def run(  # noqa: PLR0913 - one parameter per documented option
         pass_env=pass_env or None,
         tool_result_share=tool_result_share, compaction_trigger=compaction_trigger,
         compaction_target=compaction_target, proactive_summaries=proactive_summaries,
+        mcp=mcp,
     )
     code = _main(given, task=(prompt, task), config=(config, trust), init=init_config,
                  doctor=doctor, resume=(resume, continue_))
@@ -236,13 +239,16 @@ def _main(given: dict[str, Any], *, task: tuple[str | None, str | None],
 
             return print_failure(settings, error)
         raise
-    if interactive:
-        from swival.repl import run_repl
+    try:
+        if interactive:
+            from swival.repl import run_repl
 
-        return run_repl(session)
-    from swival.oneshot import run_oneshot
+            return run_repl(session)
+        from swival.oneshot import run_oneshot
 
-    return run_oneshot(session, text or "")
+        return run_oneshot(session, text or "")
+    finally:
+        session.close()  # stops MCP servers before the process exits
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -2,7 +2,7 @@
 `CommandReply` (text, an optional table, events) that the REPL renders. Nothing here prints.
 
     /compact [--drop]   /save [label]   /restore [--force]   /unsave   /clear
-    /context            /todo           /sessions            /help     /exit
+    /context            /todo           /sessions            /mcp      /help     /exit
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from swival.providers.hosted import PRICE_SOURCE
 from swival.state import SessionIndex, sessions_dir
 
 ReplyLevel = Literal["info", "warning", "error"]
+MCP_USAGE = "/mcp [restart [NAME...] | refresh]"
 USER_TURN = 0  # compactions asked for by the user are not tied to a model turn
 
 BREAKDOWN_LABELS = {
@@ -168,8 +169,8 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
         f"({_share(usage.target, window)}) — /compact --drop;\n"
         f"  level 3 (keep pinned knowledge, a recap and the last two turns) if still "
         f"above {usage.target}.\n"
-        f"Compactions so far: {usage.compactions}; they made the server compute "
-        f"{usage.reprocessed} cached tokens again.")
+        f"Compactions so far: {usage.compactions}. The server computed {usage.reprocessed} "
+        "cached tokens again because of them and of changes to the tool list (/mcp).")
     cost = spent(agent.provider)
     if cost is not None:
         footer += f"\nCost so far: ${cost:.4f} ({PRICE_SOURCE})."
@@ -242,6 +243,33 @@ def cmd_sessions(agent: Agent, args: Sequence[str]) -> CommandReply:
     )
 
 
+def cmd_mcp(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """The MCP servers: state, tools and schema tokens. `restart [NAME...]` stops and
+    starts servers again, `refresh` lists their tools again; both change the tool list,
+    which makes the server re-process the whole prompt."""
+    from swival.mcp.manager import McpTools  # not on the start-up path
+
+    mcp = agent.config.tool_source
+    if not isinstance(mcp, McpTools):
+        return CommandReply("No MCP servers in this session: configure them as "
+                            "[mcp_servers.NAME] tables (see docs/configuration.md), and "
+                            "leave out --no-mcp.")
+    notes: list[str] = []
+    if args[:1] == ["restart"]:
+        notes = mcp.restart(args[1:])
+    elif list(args) == ["refresh"]:
+        notes = mcp.refresh()
+    elif args:
+        return _error(f"Unexpected argument {args[0]!r}. Usage: {MCP_USAGE}")
+    footer = (f"{mcp.summary()}\n/mcp restart [NAME] starts servers again, /mcp refresh "
+              "lists their tools again; either way the tool list changes and the server "
+              "re-processes the whole prompt.")
+    return CommandReply("\n".join(notes) or "MCP servers:",
+                        level="warning" if notes else "info",
+                        headers=("server", "transport", "state", "tools", "schema tokens",
+                                 "sent"), rows=tuple(mcp.rows()), footer=footer)
+
+
 def cmd_help(agent: Agent, args: Sequence[str]) -> CommandReply:
     rows = tuple((c.usage, c.help) for c in COMMANDS)
     keys = "\n".join((
@@ -276,6 +304,8 @@ COMMANDS: tuple[Command, ...] = (
             "thresholds.", cmd_context),
     Command("todo", "/todo", "Show the model's todo list.", cmd_todo),
     Command("sessions", "/sessions", "List this project's saved sessions.", cmd_sessions),
+    Command("mcp", MCP_USAGE, "List the MCP servers (state, tools, schema tokens); restart "
+            "them or list their tools again.", cmd_mcp, ("restart", "refresh")),
     Command("help", "/help", "List commands and keys.", cmd_help),
     Command("exit", "/exit", "Leave (also Ctrl-D).", cmd_exit),
 )

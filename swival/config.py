@@ -23,7 +23,7 @@ from typing import Any
 import tomli_w
 
 from swival.errors import ConfigError
-from swival.redaction import Redactor
+from swival.redaction import MIN_SECRET, Redactor
 
 PROVIDERS = ("lmstudio", "ollama", "llamacpp", "generic")
 HOSTED_PREFIXES = (
@@ -74,7 +74,12 @@ class Key:
     needs trust only when it selects a hosted provider). A value equal to the default
     never needs trust. The project's value is held back whole before any merging, so a
     marked table cannot add to or replace the user's own entries of the same name either.
-    `secret` keys are never shown in clear."""
+    `secret` keys are never shown in clear.
+
+    `type` dict: a map of strings (`env`), or, with `fields`, a table of named entries
+    (`[mcp_servers.NAME]`), each checked against those fields and completed with their
+    defaults; `check` adds an entry's own rules (problems as text). Tables merge entry by
+    entry across files."""
 
     name: str
     type: type
@@ -85,6 +90,8 @@ class Key:
     minimum: float | None = None
     trusted_only: bool | TrustRule = False
     secret: bool = False
+    fields: tuple[Key, ...] = ()
+    check: Callable[[Mapping[str, Any]], list[str]] | None = None
 
     def needs_trust(self, value: Any, values: Mapping[str, Any]) -> bool:
         """Whether a project file setting this key to `value` needs the user's trust,
@@ -94,6 +101,43 @@ class Key:
             return False
         return self.trusted_only is True or bool(self.trusted_only(values))
 
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+TABLE_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$")
+
+
+def _mcp_server_problems(entry: Mapping[str, Any]) -> list[str]:
+    """An MCP server runs a `command` (stdio) or is reached at a `url` (HTTP)."""
+    command, url = entry.get("command"), entry.get("url")
+    if bool(command) == bool(url):
+        return ["set either `command` (a program that speaks MCP on stdin and stdout) or "
+                "`url` (a streamable HTTP endpoint)" + (", not both." if command else ".")]
+    problems = []
+    if url and not str(url).startswith(("http://", "https://")):
+        problems.append(f"`url` must start with http:// or https://, got {url!r}.")
+    misplaced = [f"`{k}`" for k in (("headers",) if command else ("args", "env", "cwd"))
+                 if entry.get(k)]
+    if misplaced:
+        problems.append(f"{', '.join(misplaced)} do not apply to a server with a "
+                        f"`{'command' if command else 'url'}`.")
+    bad = [name for name in entry.get("env") or {} if not ENV_NAME.match(name)]
+    if bad:
+        problems.append(f"`env` names must be variable names, got {', '.join(map(repr, bad))}.")
+    return problems
+
+
+MCP_SERVER_FIELDS = (
+    Key("command", str, None, "Program serving MCP on stdin/stdout", True),
+    Key("args", list, [], "Its arguments"),
+    Key("env", dict, {}, "Variables added to its environment", secret=True),
+    Key("cwd", str, None, "Directory it starts in (default: the project root)", True),
+    Key("url", str, None, "Streamable HTTP endpoint", True),
+    Key("headers", dict, {}, "Headers sent with every request", secret=True),
+    Key("enabled", bool, True, "false keeps it configured but off"),
+    Key("trust", bool, False, "Its tools run without asking (global config only)"),
+    Key("startup_timeout", float, 30.0, "Seconds to connect and list its tools", minimum=1),
+    Key("timeout", float, 120.0, "Seconds one tool call may take", minimum=1),
+)
 
 KEYS: tuple[Key, ...] = (
     Key("provider", str, "lmstudio", "Model server kind", choices=PROVIDERS,
@@ -144,6 +188,9 @@ KEYS: tuple[Key, ...] = (
     Key("compaction_target", float, 0.6, "Compact down to this share of the input budget",
         minimum=0.05),
     Key("proactive_summaries", bool, False, "Summarize every 10 turns as a safety net"),
+    Key("mcp", bool, True, "Start the MCP servers of mcp_servers (false: none this run)"),
+    Key("mcp_servers", dict, {}, "MCP servers, one [mcp_servers.NAME] table each",
+        trusted_only=True, fields=MCP_SERVER_FIELDS, check=_mcp_server_problems),
 )
 KEYS_BY_NAME = {k.name: k for k in KEYS}
 
@@ -152,7 +199,7 @@ KEYS_BY_NAME = {k.name: k for k in KEYS}
 class Settings:
     """The resolved settings. `sources` says where each non-default value came from;
     `trust_keys` holds the project file's keys (as written) that need trust, applied only
-    when `project_trusted`."""
+    when `project_trusted`. A table's entries have their own sources ("mcp_servers.NAME")."""
 
     provider: str = "lmstudio"
     base_url: str | None = None
@@ -181,6 +228,8 @@ class Settings:
     compaction_trigger: float = 0.85
     compaction_target: float = 0.6
     proactive_summaries: bool = False
+    mcp: bool = True
+    mcp_servers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     project_root: Path = field(default_factory=Path.cwd)
     config_files: tuple[Path, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -225,8 +274,50 @@ def _expected(key: Key) -> str:
     if key.choices:
         return "one of " + ", ".join(repr(c) for c in key.choices)
     names = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-             list: "a list of strings"}
+             list: "a list of strings", dict: "a table of strings"}
     return names[key.type]
+
+
+def _table(key: Key, value: Any, origin: str) -> dict[str, dict[str, Any]]:
+    """A table of named entries checked against `key.fields`; every problem in it is
+    reported in one ConfigError."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{origin}: `{key.name}` must be tables such as "
+                          f"[{key.name}.NAME], got {value!r}.")
+    by_name = {f.name: f for f in key.fields}
+    problems: list[str] = []
+    out: dict[str, dict[str, Any]] = {}
+    for entry, given in value.items():
+        where = f"{origin}: [{key.name}.{entry}]"
+        if not TABLE_NAME.match(entry):
+            problems.append(f"{where}: a name holds up to 32 letters, digits, '-' and single "
+                            "'_'.")
+            continue
+        if not isinstance(given, dict):
+            problems.append(f"{where} must be a table of keys, got {given!r}.")
+            continue
+        checked: dict[str, Any] = {}
+        for name, item in given.items():
+            if name not in by_name:
+                hint = difflib.get_close_matches(name, by_name, n=1)
+                problems.append(f"{where}: unknown key `{name}`." + (
+                    f" Did you mean `{hint[0]}`?" if hint else
+                    f" Known keys: {', '.join(by_name)}."))
+                continue
+            try:
+                checked[name] = coerce(by_name[name], item, where)
+            except ConfigError as error:
+                problems.append(str(error))
+        problems += [f"{where}: {text}" for text in (key.check(checked) if key.check else [])]
+        out[entry] = {f.name: checked.get(f.name, _default(f)) for f in key.fields}
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return out
+
+
+def _default(key: Key) -> Any:
+    return tuple(key.default) if isinstance(key.default, list) else (
+        dict(key.default) if isinstance(key.default, dict) else key.default)
 
 
 def coerce(key: Key, value: Any, origin: str) -> Any:
@@ -238,6 +329,12 @@ def coerce(key: Key, value: Any, origin: str) -> Any:
 
     if value is None and key.optional:
         return None
+    if key.type is dict and key.fields:
+        return _table(key, value, origin)
+    if key.type is dict:
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise bad()
+        return dict(value)
     if key.type is bool:
         if not isinstance(value, bool):
             raise bad()
@@ -315,7 +412,7 @@ def _env_layer(env: Mapping[str, str]) -> Layer:
     layer: Layer = {}
     for key in KEYS:
         var = "SWIVAL_" + key.name.upper()
-        if var in env:
+        if var in env and key.type is not dict:
             origin = f"environment variable {var}"
             layer[key.name] = (coerce(key, _from_env_text(key, env[var], origin), origin), origin)
     return layer
@@ -329,6 +426,20 @@ def _cli_layer(cli: Mapping[str, Any]) -> Layer:
             layer[name] = (coerce(KEYS_BY_NAME[name], value, f"option --{name.replace('_', '-')}"),
                            "command line")
     return layer
+
+
+def _merge(*layers: Layer) -> tuple[Layer, dict[str, str]]:
+    """Later layers win key by key, except tables, which merge entry by entry. Also
+    returns where each table entry came from ("mcp_servers.NAME" -> origin)."""
+    merged: Layer = {}
+    entries: dict[str, str] = {}
+    for layer in layers:
+        for name, (value, origin) in layer.items():
+            if KEYS_BY_NAME[name].fields:
+                entries.update({f"{name}.{entry}": origin for entry in value})
+                value = {**merged.get(name, ({}, ""))[0], **value}
+            merged[name] = (value, origin)
+    return merged, entries
 
 
 def _values(*layers: Layer) -> dict[str, Any]:
@@ -371,19 +482,21 @@ def load_settings(
     project_file = root / "swival.toml"
     own = [path for path in (global_config_path(env), config_path) if path and path.is_file()]
     untrusted = [project_file] if config_path is None and project_file.is_file() else []
-    below: Layer = {k: v for path in own for k, v in _file_layer(path).items()}
+    users = [_file_layer(path) for path in own]
+    below, _ = _merge(*users)
     project = _file_layer(untrusted[0]) if untrusted else {}
     above = {**_env_layer(env), **_cli_layer(cli)}
     powers = needing_trust(project, below, above)
     applied = bool(powers) and trusted is not None and trusted(project_file, powers)
     held = {} if applied else powers
-    merged = {**below, **{k: v for k, v in project.items() if k not in held}, **above}
+    merged, entries = _merge(*users, {k: v for k, v in project.items() if k not in held},
+                             above)
     known = {f.name for f in fields(Settings)}
     return Settings(
         **{k: v for k, (v, _) in merged.items() if k in known},
         project_root=root,
         config_files=(*own, *untrusted),
-        sources={k: origin for k, (_, origin) in merged.items()},
+        sources={**{k: origin for k, (_, origin) in merged.items()}, **entries},
         trust_keys=powers,
         project_trusted=applied,
     )
@@ -417,6 +530,22 @@ def starter_config(settings: Settings) -> dict[str, Any]:
     return data
 
 
+HIDDEN = "(secret, not shown)"
+
+
+def public_value(key: Key, value: Any) -> Any:
+    """`value` as it may be shown to a person: a secret key's value hidden, and in a
+    table the values of its secret fields (`env`, `headers`) hidden, their names kept."""
+    if key.secret:
+        return HIDDEN
+    if not (key.fields and isinstance(value, Mapping)):
+        return value
+    secret = {f.name for f in key.fields if f.secret}
+    return {entry: {name: {k: HIDDEN for k in item} if name in secret and isinstance(
+        item, Mapping) else item for name, item in fields.items()}
+        for entry, fields in value.items()}
+
+
 SECRET_NAME = re.compile(r"_API_KEY$|_TOKEN$|_SECRET|_PASSWORD$")
 
 
@@ -428,12 +557,24 @@ def is_secret_name(name: str) -> bool:
 
 def named_secrets(settings: Settings | None, env: Mapping[str, str]) -> dict[str, str]:
     """Values that must never be shown, by name: every environment variable whose name
-    marks it as a secret (see `is_secret_name`), and the configured API key as `api_key`
-    when no such variable holds the same value."""
+    marks it as a secret (see `is_secret_name`), the configured API key as `api_key`
+    when no such variable holds the same value, and the MCP servers' `env` and `headers`
+    values (`mcp_secrets`)."""
     found = {k: v for k, v in env.items() if is_secret_name(k) and v}
     if settings is not None and settings.api_key and settings.api_key not in found.values():
         found["api_key"] = settings.api_key
+    if settings is not None:
+        found.update(mcp_secrets(settings))
     return found
+
+
+def mcp_secrets(settings: Settings) -> dict[str, str]:
+    """The values of the MCP servers' `env` and `headers`, named like
+    `mcp_servers.github.env.GITHUB_TOKEN`; only those of MIN_SECRET characters or more
+    (hiding `DEBUG = "1"` everywhere would garble text, and it is no secret)."""
+    return {f"mcp_servers.{server}.{part}.{name}": value
+            for server, entry in settings.mcp_servers.items() for part in ("env", "headers")
+            for name, value in (entry.get(part) or {}).items() if len(value) >= MIN_SECRET}
 
 
 def known_secrets(settings: Settings | None, env: Mapping[str, str]) -> tuple[str, ...]:

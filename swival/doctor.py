@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 
 from swival.config import Settings
+from swival.context.budget import Budget
 from swival.context.tokens import TokenCounter
 from swival.errors import SwivalError
 from swival.prompts import instruction_files, load
-from swival.providers.base import ProviderInfo
+from swival.providers.base import UNKNOWN_WINDOW_BUDGET, ProviderInfo
 from swival.providers.factory import connect
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
@@ -39,6 +40,28 @@ def sandbox_lines(settings: Settings) -> list[str]:
     return lines
 
 
+def mcp_lines(settings: Settings, window: int | None) -> list[str]:
+    """Each enabled MCP server checked (see swival/mcp/check.py); nothing imports the MCP
+    SDK when no server is configured."""
+    if not settings.mcp_servers:
+        return ["mcp servers      none configured"]
+    if not settings.mcp:
+        return ["mcp servers      off (--no-mcp or mcp = false)"]
+    from swival.mcp.check import doctor_lines
+    from swival.mcp.spec import specs_from
+
+    specs, notices = specs_from(settings)
+    off = len(settings.mcp_servers) - len(specs)
+    lines = [f"mcp servers      {len(specs)} enabled" + (f", {off} off" if off else "")]
+    lines += [f"  {notice}" for notice in notices]
+    if specs:
+        counter = TokenCounter()
+        budget = Budget(window or UNKNOWN_WINDOW_BUDGET, settings.max_output_tokens, 1, 1)
+        lines += doctor_lines(specs, counter.schemas, counter.schemas(
+            ToolRegistry(default_tools()).schemas()), budget.input_budget)
+    return lines
+
+
 def report(settings: Settings, info: ProviderInfo | None, error: str | None) -> list[str]:
     """The doctor's lines, plain text (rendered by the caller)."""
     lines = [f"project root     {settings.project_root}"]
@@ -65,6 +88,7 @@ def report(settings: Settings, info: ProviderInfo | None, error: str | None) -> 
             "warning: fixed overhead is over 25% of the window; load the model with a larger "
             "context or shorten AGENTS.md/CLAUDE.md."
         )
+    lines.extend(mcp_lines(settings, window))
     return lines
 
 

@@ -57,27 +57,32 @@ def ask_on_terminal(question: Question) -> Answer:
     if question.found:
         lines.append("Needs approval every time: " + "; ".join(question.found) + ".")
     print("\n" + _wrap("\n".join(lines)), file=sys.stderr)
-    return _choose_on_terminal(", ".join(question.programs))
+    programs = ", ".join(question.programs)
+    return _choose_on_terminal((programs,) if programs else ())[0]
 
 
-def confirm_on_terminal(action: str, scope: str) -> Answer:
-    """Any other approval (a fetch; see swival/tools/approval.py), asked the same way."""
+def confirm_on_terminal(action: str, scopes: tuple[str, ...]) -> str:
+    """Any other approval (a fetch, an MCP tool; see swival/tools/approval.py), asked
+    the same way."""
     print("\n" + _wrap(f"swival asks: {action}?"), file=sys.stderr)
-    return _choose_on_terminal(scope)
+    answer, scope = _choose_on_terminal(scopes)
+    return scope if answer == "always" else answer
 
 
-def _choose_on_terminal(always: str) -> Answer:
-    options = _wrap(f"Allow? [y] once  [a] always {always} this session  [n] no:" if always
-                    else "Allow? [y] once  [n] no:")
+def _choose_on_terminal(scopes: tuple[str, ...]) -> tuple[Answer, str]:
+    """The answer, with the scope chosen for "always" (keys a and s, one per scope)."""
+    keys = dict(zip("as", scopes, strict=False))
+    offers = "".join(f"[{key}] always {scope} this session  " for key, scope in keys.items())
+    options = _wrap(f"Allow? [y] once  {offers}[n] no:")
     while True:
         print(options, end=" ", file=sys.stderr, flush=True)
         answer = sys.stdin.readline().strip().lower()
         if answer in ("y", "yes"):
-            return "once"
-        if always and answer in ("a", "always"):
-            return "always"
+            return "once", ""
+        if answer[:1] in keys and (len(answer) == 1 or answer == "always"):
+            return "always", keys[answer[:1]]
         if answer in ("n", "no", ""):
-            return "deny"
+            return "deny", ""
 
 
 def _wrap(text: str) -> str:

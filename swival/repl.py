@@ -52,6 +52,7 @@ STYLE = Style.from_dict({
 TOOLBAR_STYLES = {"ok": "class:bottom-toolbar", "warn": "class:bottom-toolbar.warn",
                   "crit": "class:bottom-toolbar.crit"}
 Answer = Literal["once", "always", "deny"]
+ALWAYS_KEYS = "as"  # the keys that answer "always", one per scope offered
 
 
 @dataclass
@@ -307,35 +308,41 @@ class Repl:
             if question.found:
                 self.view.message("Needs approval every time: " + "; ".join(question.found)
                                   + ".", "warning")
-            return self._choose(", ".join(question.programs))
+            programs = ", ".join(question.programs)
+            return self._choose((programs,) if programs else ())[0]
 
-    def confirm(self, action: str, scope: str) -> Answer:
-        """Any other approval (a fetch; see swival/tools/approval.py): once, always for
-        `scope`, or deny."""
+    def confirm(self, action: str, scopes: tuple[str, ...]) -> str:
+        """Any other approval (a fetch, an MCP tool; see swival/tools/approval.py): once,
+        deny, or the scope to allow always."""
         with self.view.paused():
             self.view.message(f"{action}?")
-            return self._choose(scope)
+            answer, scope = self._choose(scopes)
+            return scope if answer == "always" else answer
 
-    def _choose(self, always: str) -> Answer:
-        """Read the answer; "always" is offered only when `always` names what it covers."""
-        answers: dict[str, Answer] = {"y": "once", "o": "once", "n": "deny", "d": "deny",
-                                      "": "deny"}
-        if always:
-            answers["a"] = "always"
-        options = f"[y]es once / [a]lways allow {always} / [n]o: " if always else (
-            "[y]es once / [n]o: ")
+    def _choose(self, scopes: tuple[str, ...]) -> tuple[Answer, str]:
+        """Read the answer, with the scope chosen for "always" (keys a and s, one per
+        scope offered; none offered, no "always")."""
+        once: tuple[Answer, str] = ("once", "")
+        deny: tuple[Answer, str] = ("deny", "")
+        answers = {"y": once, "o": once, "n": deny, "d": deny, "": deny}
+        answers.update((key, ("always", scope))
+                       for key, scope in zip(ALWAYS_KEYS, scopes, strict=False))
+        offers = [f"[a]lways allow {scope}" if key == "a" else f"[{key}] always allow {scope}"
+                  for key, scope in zip(ALWAYS_KEYS, scopes, strict=False)]
+        options = " / ".join(["[y]es once", *offers, "[n]o"]) + ": "
+        keys = ", ".join(f"{key} (always)" for key in ALWAYS_KEYS[:len(scopes)])
         while True:
             try:
                 reply = PromptSession[str](input=self.io.input, output=self.io.output)\
                     .prompt(options).strip().lower()
             except EOFError:
-                return "deny"
+                return "deny", ""
             # Ctrl-C here propagates: it cancels the whole turn, like anywhere else.
             choice = answers.get(reply[:1])
             if choice is not None:
                 return choice
-            self.view.message("Answer y (once), a (always) or n (no)." if always
-                              else "Answer y (once) or n (no).", "warning")
+            self.view.message(f"Answer y (once), {keys + ', ' if keys else ''}or n (no).",
+                              "warning")
 
 
 def run_repl(session: Session, io: ReplIO | None = None) -> int:

@@ -10,6 +10,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from swival.agent import Agent, AgentConfig, make_summarizer
 from swival.config import Settings, literal_key_warning, redactor_for, user_state_dir
@@ -29,6 +30,9 @@ from swival.tools.policy import CommandPolicy, Workspace, resolve_mode
 from swival.tools.registry import ToolRegistry
 from swival.tools.sandbox import Sandbox, sandbox_from_settings
 
+if TYPE_CHECKING:
+    from swival.mcp.manager import McpTools
+
 OVERHEAD_WARNING_SHARE = 0.25
 
 
@@ -44,6 +48,12 @@ class Session:
     notices: list[str] = field(default_factory=list)
     resumed: int = 0  # messages restored from a saved session
     redactor: Redactor = field(default_factory=Redactor)  # for everything shown or written
+    mcp: McpTools | None = None  # the MCP servers, when any are configured and enabled
+
+    def close(self) -> None:
+        """Stop what the session started (MCP servers); safe to call twice."""
+        if self.mcp is not None:
+            self.mcp.close()
 
     def overhead_warning(self) -> str | None:
         """A warning when the fixed overhead (system prompt, instruction files, tool
@@ -168,13 +178,35 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     context = _context_engine(settings, provider, registry, state_dir, redactor)
     resumed = context.load_transcript(transcript) if transcript is not None else 0
     tool_ctx.session_id = context.session_id  # names the session's spill folder
+    mcp, mcp_notices = _start_mcp(settings, registry, context, approvals, redactor)
     agent = Agent(provider, registry, context, tool_ctx,
                   AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature,
-                              redactor=redactor))
+                              redactor=redactor, tool_source=mcp))
     session = Session(settings, provider, agent, policy, approvals, resumed=resumed,
-                      redactor=redactor)
+                      redactor=redactor, mcp=mcp)
     session.notices.extend(_notices(settings, mode, fetch_policy.mode, sandbox))
+    session.notices.extend(mcp_notices)
     return session
+
+
+def _start_mcp(settings: Settings, registry: ToolRegistry, context: ContextEngine,
+               approvals: Approvals, redactor: Redactor) -> tuple[McpTools | None, list[str]]:
+    """Start the enabled MCP servers in the background (their tools join before the
+    first request). The MCP modules are imported only when a server is configured."""
+    if not settings.mcp_servers or not settings.mcp:
+        return None, []
+    from swival.mcp.hub import Hub
+    from swival.mcp.manager import McpTools
+    from swival.mcp.spec import specs_from
+    from swival.mcp.tools import Access
+
+    specs, notices = specs_from(settings)
+    if not specs:
+        return None, notices
+    hub = Hub(specs)
+    hub.start()
+    access = Access(hub, approvals, yolo=settings.yolo, redactor=redactor)
+    return McpTools(registry, context, access), notices
 
 
 def _notices(settings: Settings, mode: str, fetch_mode: str, sandbox: Sandbox) -> list[str]:

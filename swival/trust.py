@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swival.config import KEYS_BY_NAME, Settings, user_state_dir
+from swival.config import KEYS_BY_NAME, Settings, public_value, user_state_dir
 from swival.errors import ConfigError
 
 STORE_NAME = "trusted-projects.json"
@@ -128,6 +128,8 @@ def shown(name: str, value: Any) -> str:
     key = KEYS_BY_NAME.get(name)
     if key is not None and key.secret:
         return f"{name} = (a secret, not shown)"
+    if key is not None:
+        value = public_value(key, value)
     return f"{name} = {json.dumps(value, ensure_ascii=False)}"
 
 

@@ -152,7 +152,7 @@ def test_context_shows_every_category_against_the_window_and_thresholds(root: Pa
     assert tool_row[1] == str(usage.tool_results)
     assert tool_row[2] == f"{100 * usage.tool_results / 16_384:.1f}%"
     assert f"reaches {usage.trigger} tokens" in result.footer
-    assert "Compactions so far: 0; they made the server compute 0 cached tokens" in result.footer
+    assert "Compactions so far: 0. The server computed 0 cached tokens again" in result.footer
     assert "level 2" in result.footer and "level 3" in result.footer
 
 

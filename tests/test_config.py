@@ -118,7 +118,12 @@ def test_example_file_documents_every_key() -> None:
     example = Path(__file__).resolve().parents[1] / "swival.toml.example"
     text = example.read_text(encoding="utf-8")
     for key in KEYS:
-        assert f"{key.name} =" in text, key.name
+        if key.fields:  # a table: its example entry names every field
+            assert f"[{key.name}." in text, key.name
+            for field in key.fields:
+                assert f"# {field.name} =" in text, f"{key.name}.{field.name}"
+        else:
+            assert f"{key.name} =" in text, key.name
 
 
 def test_literal_key_in_a_project_file_inside_git_warns(tmp_path: Path,

@@ -17,12 +17,14 @@ LAYERS = {
     "config": 1, "prompts": 1, "state": 1,
     "events": 2, "effects": 2, "trust": 2,
     "providers": 3, "tools": 3, "context": 3,
-    "agent": 4,
+    "agent": 4, "mcp": 4,
     "session": 5, "commands": 5, "render": 5, "doctor": 5,
     "repl": 6, "oneshot": 6,
     "cli": 7, "__main__": 8, "__init__": 0,
 }
 ONLY_IN = {
+    "mcp": ("mcp",),  # the MCP SDK, and its HTTP client, only in swival/mcp/
+    "httpx2": ("mcp",),
     "litellm": ("providers",),
     "httpx": ("providers", "tools"),  # model servers; fetch_url
     "prompt_toolkit": ("repl",),

@@ -107,6 +107,7 @@ session = build_session(Settings(project_root=__import__("pathlib").Path(sys.arg
 for _ in session.agent.run_turn("say hi"):
     pass
 result["context_footer"] = dispatch("/context", session.agent).footer
+result["mcp_sdk_loaded"] = "mcp" in sys.modules  # litellm can use it; a hosted call must not
 print(json.dumps(result))
 """
 
@@ -151,3 +152,4 @@ def test_hosted_path_through_litellm_offline(fake_server: Make, tmp_path: Path) 
     assert server.requests[0]["model"] == "gpt-4o-mini"
     assert re.search(r"Cost so far: \$0\.0\d{3} \(litellm's bundled price map\)",
                      result["context_footer"])
+    assert result["mcp_sdk_loaded"] is False

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from swival.messages import ToolCall, ToolResult
-from swival.tools.approval import Answer, Approvals
+from swival.tools.approval import Approvals
 from swival.tools.base import ToolContext
 from swival.tools.fetch_policy import FetchPolicy
 from swival.tools.fetch_url import FetchLimits, FetchUrl
@@ -280,9 +280,9 @@ def test_a_redirect_to_another_host_is_asked_about_again(tmp_path: Path,
                                                          web: WebServer) -> None:
     asked: list[tuple[str, str]] = []
 
-    def confirm(action: str, scope: str) -> Answer:
-        asked.append((action, scope))
-        return "once" if scope == "docs.test" else "deny"
+    def confirm(action: str, scopes: tuple[str, ...]) -> str:
+        asked.append((action, scopes[0]))
+        return "once" if scopes == ("docs.test",) else "deny"
 
     ctx, network = played(tmp_path, web, "ask", approvals=Approvals(confirm=confirm))
     result = fetch(ctx, "http://docs.test/redirect?to=http://other.test/article")

@@ -24,7 +24,7 @@ due now (Knowledge.tail_notes) go at the end of the newest message not yet sent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -380,6 +380,20 @@ class ContextEngine:
             window=budget.window, input_budget=budget.input_budget,
             output_reserve=budget.output_reserve, trigger=budget.trigger, target=budget.target,
             compactions=self._state.compactions, reprocessed=self._state.reprocessed)
+
+    def set_tool_schemas(self, schemas: Sequence[Mapping[str, Any]]) -> int:
+        """The tool list changed (MCP servers settled, /mcp). The schemas are counted from
+        now on; since they come first in the prompt, the next request makes the server
+        compute the whole prompt again: returns those tokens (0 before the first request)
+        and adds them to the re-processing count that /context shows."""
+        self._schemas = tuple(schemas)
+        self._measure.set_schemas(self._schemas)
+        self._exactly = None  # the server's own count covered the old schemas
+        if self._last is None:
+            return 0
+        tokens = self.estimate()
+        self._state.reprocessed += tokens
+        return tokens
 
     def clear(self) -> None:
         """/clear: forget the conversation, ledger, knowledge and snapshot state."""

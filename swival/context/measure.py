@@ -38,6 +38,11 @@ class Measure:
             self._schema_count = self.counter.schemas(self._schemas)
         return self._schema_count
 
+    def set_schemas(self, schemas: Sequence[Mapping[str, Any]]) -> None:
+        """The tool list changed: count these schemas from now on."""
+        self._schemas = tuple(schemas)
+        self._schema_count = None
+
     def raw(self, history: History, remember: bool = True) -> int:
         """Our uncalibrated count of the whole request (messages and tool schemas), from
         the turns' cached counts. `remember=False` for a candidate, so the fold kept for

@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from swival.messages import ToolResult
-from swival.state import spill_text
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.fetch_policy import normalize_host
-from swival.tools.workspace import display
+from swival.tools.spilled import head_or_spill
 
 if TYPE_CHECKING:
     import httpx
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
     from swival.tools.fetch_convert import Page
 
 MB = 1024 * 1024
-PAGE_LINES = 400
 ERROR_EXCERPT = 1500
 
 
@@ -102,7 +100,9 @@ class FetchUrl:
             cut = text[:ERROR_EXCERPT] + ("\n[…]" if len(text) > ERROR_EXCERPT else "")
             return ToolResult(f"fetch failed: HTTP {fetched.status} {fetched.reason}\n{cut}",
                               is_error=True, meta=meta)
-        return _shaped(text + "\n", min(max_chars, self.limits.max_chars), ctx, meta)
+        shown, saved = head_or_spill(text + "\n", min(max_chars, self.limits.max_chars), ctx,
+                                     "fetch", "page")
+        return ToolResult(shown, meta={**meta, **saved})
 
     def _fetch(self, url: str, ctx: ToolContext) -> Fetched:
         from swival.tools.fetch_convert import NotText, kind_of
@@ -225,27 +225,3 @@ def _binary(fetched: Fetched, what: str, meta: dict[str, Any]) -> ToolResult:
         "curl if commands are allowed).",
         is_error=True, meta=meta,
     )
-
-
-def _shaped(text: str, max_chars: int, ctx: ToolContext, meta: dict[str, Any]) -> ToolResult:
-    """The text whole, or its first `max_chars` characters (whole lines) with the rest
-    saved to a file the model can page through. Secrets are hidden before either."""
-    text = ctx.redactor.redact(text)
-    if len(text) <= max_chars:
-        return ToolResult(text, meta=meta)
-    cut = text.rfind("\n", 0, max_chars)
-    shown = text[: cut + 1] if cut > max_chars // 2 else text[:max_chars]
-    next_line = shown.count("\n") + 1
-    try:
-        saved = display(ctx, spill_text(text, ctx.spill_dir, "fetch").resolve())
-    except OSError as exc:
-        note = f"the rest could not be saved ({exc.strerror or exc})"
-    else:
-        meta.update(kind="file", path=saved, offset=1,
-                    # how the context engine tells the model to continue, if it cuts more
-                    **{"continue": f"read_file file_path={saved} offset={{line}}"})
-        note = (f"the whole text is saved in {saved}: read it with read_file "
-                f"file_path=\"{saved}\" offset={next_line} limit={PAGE_LINES}")
-    body = shown if shown.endswith("\n") else shown + "\n"
-    return ToolResult(f"{body}[page cut at {len(shown)} of {len(text)} characters; {note}]",
-                      meta=meta)

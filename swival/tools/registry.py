@@ -76,6 +76,13 @@ class ToolRegistry:
     def reset(self) -> None:
         self._recent.clear()
 
+    def swap(self, remove: Iterable[str], add: Iterable[Tool]) -> None:
+        """Drop the tools named in `remove` and append `add` (tools that come as a set,
+        such as an MCP server's; the others keep their place and order)."""
+        for name in remove:
+            self._tools.pop(name, None)
+        self._tools.update((t.spec.name, t) for t in add)
+
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Check and run one call. Never raises for anything the model did."""
         tool = self._tools.get(call.name)

@@ -1,0 +1,162 @@
+"""The session's MCP servers as tools: what the agent waits for before its first request,
+what /mcp shows and changes, and what --doctor checks.
+
+The tool list is fixed before the first request (`settle`: servers still starting are
+waited for, each up to its startup timeout, then left out) and changes afterwards only
+when the user asks (/mcp restart, /mcp refresh). Tool schemas come first in the prompt,
+so such a change makes the server re-process the whole prompt; the notice says so and
+the engine counts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from swival.context.engine import ContextEngine
+from swival.events import Event, Notice
+from swival.mcp.budget import Entry, Plan, entries_for, make_plan
+from swival.mcp.hub import Hub
+from swival.mcp.tools import Access, McpCall, McpList, McpTool, gateway_schemas
+from swival.tools.base import Tool
+from swival.tools.registry import ToolRegistry
+
+SHOWN_STATE = {"ready": "ready", "starting": "starting", "failed": "failed", "down": "down",
+               "stopped": "stopped"}
+MODE_SHOWN = {"full": "whole", "short": "shortened", "held": "via mcp_call"}
+
+
+class McpTools:
+    """Implements the agent's ToolSource (`settle`) for the servers in `access.hub`."""
+
+    def __init__(self, registry: ToolRegistry, context: ContextEngine, access: Access) -> None:
+        self.registry, self.context, self.access = registry, context, access
+        self.hub: Hub = access.hub
+        self.plan: Plan | None = None
+        self._installed: list[str] = []
+        self._settled = False
+        self._told: dict[str, str] = {}  # server -> the failure the user was told about
+
+    # ----- the agent's hook ----------------------------------------------------------------
+
+    def settle(self) -> Iterator[Event]:
+        """Before the first request (later calls do nothing): wait for servers still
+        starting, then install the tools of those that are up."""
+        if self._settled:
+            return
+        waiting = self.hub.starting()
+        if waiting:
+            yield Notice(f"Waiting for MCP server{'s' if len(waiting) > 1 else ''} "
+                         f"{', '.join(waiting)} to start…")
+        self.hub.settle()
+        self._settled = True
+        for text in self.install():
+            yield Notice(text, "warning")
+
+    # ----- installing ----------------------------------------------------------------------
+
+    def install(self) -> list[str]:
+        """Plan the schemas of the servers that are up, put their tools in the registry
+        and tell the engine. Returns what the user should be told."""
+        taken = {name for name in self.registry.names if name not in self._installed}
+        servers = {name: entries_for(conn.tools, taken)
+                   for name, conn in self.hub.connections.items() if conn.state == "ready"}
+        count = self.context.counter.schemas
+        base = count([s for s in self.registry.schemas()
+                      if s["function"]["name"] not in self._installed])
+        plan = make_plan(servers, base, self.context.budget.input_budget, count,
+                         lambda held: count(gateway_schemas(held)))
+        tools = self._tools(plan, servers)
+        self.registry.swap(self._installed, tools)
+        self._installed = [tool.spec.name for tool in tools]
+        self.plan = plan
+        reprocessed = self.context.set_tool_schemas(self.registry.schemas())
+        notes = self._failures()
+        warning = plan.warning()
+        if warning:
+            notes.append(warning)
+        if reprocessed:
+            notes.append(f"The tool list changed. Tool schemas come first in the prompt, so "
+                         f"the server re-processes the whole prompt (about {reprocessed} "
+                         "tokens) on the next request.")
+        return notes
+
+    def _tools(self, plan: Plan, servers: dict[str, list[Entry]]) -> list[Tool]:
+        tools: list[Tool] = []
+        held = {name: servers[name] for name in plan.held}
+        for name, entries in servers.items():
+            mode = plan.mode(name)
+            if mode != "held":
+                tools += [McpTool(e, e.short if mode == "short" else e.full, self.access)
+                          for e in entries]
+        if held:
+            tools += [McpList(held), McpCall(held, self.access)]
+        return tools
+
+    def _failures(self) -> list[str]:
+        """One notice per server that failed or went down, once per failure."""
+        notes = []
+        for name, conn in self.hub.connections.items():
+            if conn.state not in ("failed", "down") or self._told.get(name) == conn.error:
+                continue
+            self._told[name] = conn.error
+            tail = conn.stderr.text() if conn.stderr is not None else ""
+            more = f" Its last error output: {tail.splitlines()[-1]}" if tail else ""
+            notes.append(self._redact(
+                f"MCP server {name} {'did not start' if conn.state == 'failed' else 'is down'}"
+                f": {conn.error}.{more} Continuing without its tools; /mcp restart {name} "
+                "tries again."))
+        return notes
+
+    def _redact(self, text: str) -> str:
+        named = {k: v for spec in self.hub.specs.values() for k, v in spec.secrets().items()}
+        return self.access.redactor.with_secrets(named).redact(text)
+
+    # ----- /mcp ----------------------------------------------------------------------------
+
+    def restart(self, names: Sequence[str]) -> list[str]:
+        """Stop and start these servers (all when empty), wait for them, reinstall."""
+        unknown = [n for n in names if n not in self.hub.specs]
+        if unknown:
+            return [f"No MCP server named {', '.join(unknown)}. Configured: "
+                    f"{', '.join(self.hub.specs) or 'none'}."]
+        chosen = list(names) or list(self.hub.specs)
+        for name in chosen:
+            self._told.pop(name, None)
+            self.access.reported.discard(name)
+        self.hub.restart(chosen)
+        self.hub.settle()
+        self._settled = True
+        return self.install()
+
+    def refresh(self) -> list[str]:
+        """List the tools of the servers that are up again, and reinstall."""
+        self.hub.relist([n for n, c in self.hub.connections.items() if c.state == "ready"])
+        self._settled = True
+        return self.install()
+
+    def rows(self) -> list[tuple[str, ...]]:
+        """/mcp's table: server, where it runs, state, tools, schema tokens, how sent."""
+        costs = {s.name: s for s in self.plan.servers} if self.plan else {}
+        rows: list[tuple[str, ...]] = []
+        for name, conn in self.hub.connections.items():
+            state = SHOWN_STATE.get(conn.state, conn.state)
+            if conn.error and conn.state in ("failed", "down"):
+                state += f": {conn.error}"
+            cost = costs.get(name)
+            tokens = "-" if cost is None else (
+                f"{cost.full} → {cost.short}" if cost.mode == "short" else str(cost.full))
+            mode = MODE_SHOWN[cost.mode] if cost else "not offered"
+            rows.append((name, conn.spec.transport, self._redact(state), str(len(conn.tools)),
+                         tokens, mode))
+        return rows
+
+    def summary(self) -> str:
+        plan = self.plan
+        if plan is None:
+            return "The tool list is not fixed yet: it is, before the first request."
+        return (f"Tool schemas: {plan.total} tokens of the {plan.budget}-token input budget "
+                f"({100 * plan.total / max(plan.budget, 1):.0f}%), built-in tools "
+                f"{plan.base}.")
+
+    def close(self) -> None:
+        self.hub.close()

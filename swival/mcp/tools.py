@@ -1,0 +1,214 @@
+"""The tools the model sees for MCP servers: one per remote tool (`mcp__SERVER__TOOL`),
+and, for servers the schema budget held back, `mcp_list` and `mcp_call`.
+
+Every call needs approval, like a command: it runs code elsewhere. It runs unasked only
+under --yolo or for a server the user's own config marks `trust = true`; otherwise the
+person is asked (once / always this tool / always this server / no), and with nobody to
+ask it is refused. Results are text (content.py), inline up to 20,000 characters; a
+longer one is saved under the spill directory and the model gets its head and the path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from swival.mcp.budget import Entry
+from swival.mcp.client import CallTimeout, ServerDown, describe
+from swival.mcp.content import compact_json, render
+from swival.mcp.hub import Hub
+from swival.mcp.schema import TOOL_SUMMARY, first_sentence, parameters_of
+from swival.messages import ToolResult
+from swival.redaction import Redactor
+from swival.tools.approval import Approvals
+from swival.tools.base import ToolContext, ToolSpec
+from swival.tools.registry import check_arguments
+from swival.tools.spilled import head_or_spill
+
+INLINE_CHARS = 20_000
+ARGUMENTS_SHOWN = 300  # characters of the arguments shown when asking
+HOW_TO_ALLOW = ("the user can run with --yolo, or mark the server `trust = true` in their "
+                "global config")
+
+
+@dataclass
+class Access:
+    """How MCP tools reach their servers: the hub, who approves calls, and whether this
+    run allows them all (--yolo). `redactor` hides the session's secrets (the servers'
+    env and header values among them) in what the servers say about failing. `reported`
+    holds servers whose failure the model was already told about in full."""
+
+    hub: Hub
+    approvals: Approvals
+    yolo: bool = False
+    redactor: Redactor = field(default_factory=Redactor)
+    reported: set[str] = field(default_factory=set)
+
+    def call(self, server: str, tool: str, arguments: dict[str, Any],
+             ctx: ToolContext) -> ToolResult:
+        """Approve, call, render and shape one call. Never raises for a server's
+        failure (that is a tool error); a Ctrl-C cancels the call and propagates."""
+        meta: dict[str, Any] = {"kind": "mcp", "server": server, "tool": tool}
+        refusal = self._refusal(server, tool, arguments)
+        if refusal is not None:
+            return ToolResult(f"call refused: {refusal}", is_error=True,
+                              meta={**meta, "refused": True})
+        try:
+            result = self.hub.call(server, tool, arguments)
+        except ServerDown as error:
+            return ToolResult(self._down(server, str(error)), is_error=True, meta=meta)
+        except CallTimeout:
+            timeout = self.hub.specs[server].call_timeout
+            return ToolResult(
+                f"error: {server} did not answer {tool} within {timeout:g} s; the call was "
+                "cancelled. Try smaller arguments, or continue without it.", is_error=True,
+                meta=meta)
+        except Exception as error:  # the server refused the call (unknown tool, bad input)
+            return ToolResult(f"error: {server} refused the call: {self._clean(server, error)}",
+                              is_error=True, meta=meta)
+        text = render(result)
+        if getattr(result, "is_error", False):
+            return ToolResult(f"error: {tool} failed: {self.redactor.redact(text)}",
+                              is_error=True, meta=meta)
+        shown, saved = head_or_spill(text, INLINE_CHARS, ctx, f"mcp-{server}", "result")
+        lines = shown.count("\n") + 1
+        summary = (shown.splitlines() or [""])[0][:40] if lines == 1 else f"{lines} lines"
+        return ToolResult(shown, meta={**meta, **saved, "summary": summary})
+
+    def _refusal(self, server: str, tool: str, arguments: Mapping[str, Any]) -> str | None:
+        if self.yolo or self.hub.specs[server].trusted:
+            return None
+        shown = compact_json(arguments)
+        if len(shown) > ARGUMENTS_SHOWN:
+            shown = shown[:ARGUMENTS_SHOWN] + "…"
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
+        answer = self.approvals.ask("mcp", f"Call MCP tool {tool} of server {server} with "
+                                    f"{shown}", f"{server}/{tool}", f"server {server}")
+        if answer is None:
+            return (f"MCP tools need the user's approval and nobody is there to give it; "
+                    f"to allow {server}'s tools, {HOW_TO_ALLOW}. Continue without it.")
+        if answer == "deny":
+            return "the user declined this call. Ask them, or continue without it."
+        return None
+
+    def _down(self, server: str, why: str) -> str:
+        """The first time in full (with the server's last stderr lines), then briefly."""
+        if server in self.reported:
+            return (f"error: MCP server {server} is down; its tools cannot be used until "
+                    "the user restarts it (/mcp restart).")
+        self.reported.add(server)
+        stderr = self.hub.connections[server].stderr
+        tail = stderr.text() if stderr is not None else ""
+        more = f"\nIts last error output:\n{tail}" if tail else ""
+        return self._redact(server, f"error: MCP server {server} stopped: {why}. Its tools "
+                            f"cannot be used until the user restarts it with /mcp restart "
+                            f"{server}.{more}")
+
+    def _clean(self, server: str, error: BaseException) -> str:
+        return self._redact(server, describe(error))
+
+    def _redact(self, server: str, text: str) -> str:
+        return self.redactor.with_secrets(self.hub.specs[server].secrets()).redact(text)
+
+
+class McpTool:
+    """One remote tool, under its exposed name, with the schema the budget chose."""
+
+    def __init__(self, entry: Entry, schema: Mapping[str, Any], access: Access) -> None:
+        function = schema["function"]
+        self.spec = ToolSpec(function["name"], function["description"],
+                             function["parameters"])
+        self.read_only = entry.tool.read_only
+        self._entry, self._access = entry, access
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        tool = self._entry.tool
+        return self._access.call(tool.server, tool.name, dict(args), ctx)
+
+
+def _server_param(servers: Sequence[str]) -> dict[str, Any]:
+    return {"type": "string", "enum": list(servers)}
+
+
+def list_spec(servers: Sequence[str]) -> ToolSpec:
+    return ToolSpec("mcp_list", (
+        "List the tools of an MCP server whose tools are not in your tool list, or get one "
+        "tool's arguments. Then call it with mcp_call."),
+        {"type": "object", "properties": {"server": _server_param(servers),
+                                          "tool": {"type": "string"}},
+         "required": ["server"]})
+
+
+def call_spec(servers: Sequence[str]) -> ToolSpec:
+    return ToolSpec("mcp_call", (
+        "Call a tool of an MCP server whose tools are not in your tool list. Get its tool "
+        "names and arguments with mcp_list first."),
+        {"type": "object", "properties": {"server": _server_param(servers),
+                                          "tool": {"type": "string"},
+                                          "arguments": {"type": "object"}},
+         "required": ["server", "tool"]})
+
+
+def gateway_schemas(servers: Sequence[str]) -> list[dict[str, Any]]:
+    """The schemas of mcp_list and mcp_call for these held-back servers."""
+    return [list_spec(servers).schema(), call_spec(servers).schema()]
+
+
+class McpList:
+    """`mcp_list(server, tool?)`: the tools of a held-back server, or one tool's schema."""
+
+    read_only = True
+
+    def __init__(self, held: Mapping[str, Sequence[Entry]]) -> None:
+        self._held = held
+        self.spec = list_spec(list(held))
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        entries = self._held[args["server"]]
+        name = args.get("tool")
+        if not name:
+            lines = [f"{e.tool.name}: {first_sentence(e.tool.description, TOOL_SUMMARY)}"
+                     for e in entries]
+            return ToolResult(f"{len(entries)} tools of {args['server']} (call one with "
+                              "mcp_call; ask for one tool's arguments with mcp_list tool=NAME)"
+                              ":\n" + "\n".join(lines), meta={"summary": f"{len(lines)} tools"})
+        entry = find(entries, name)
+        if isinstance(entry, str):
+            return ToolResult(entry, is_error=True)
+        schema = entry.tool.input_schema
+        return ToolResult(f"{entry.tool.name}: {entry.tool.description}\narguments: "
+                          f"{json.dumps(schema, ensure_ascii=False)}",
+                          meta={"summary": entry.tool.name})
+
+
+class McpCall:
+    """`mcp_call(server, tool, arguments)`: call a tool of a held-back server."""
+
+    read_only = False
+
+    def __init__(self, held: Mapping[str, Sequence[Entry]], access: Access) -> None:
+        self._held, self._access = held, access
+        self.spec = call_spec(list(held))
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        entry = find(self._held[args["server"]], args["tool"])
+        if isinstance(entry, str):
+            return ToolResult(entry, is_error=True)
+        arguments = dict(args.get("arguments") or {})
+        problem = check_arguments(parameters_of(entry.tool.input_schema), arguments)
+        if problem:
+            return ToolResult(f"error: {entry.tool.name}: {problem}. See its arguments with "
+                              f"mcp_list server={args['server']} tool={entry.tool.name}.",
+                              is_error=True)
+        return self._access.call(entry.tool.server, entry.tool.name, arguments, ctx)
+
+
+def find(entries: Sequence[Entry], name: str) -> Entry | str:
+    """The entry for tool `name`, or an error naming the tools there are."""
+    for entry in entries:
+        if entry.tool.name == name:
+            return entry
+    names = ", ".join(e.tool.name for e in entries[:40])
+    return f"error: no tool {name!r} there. Its tools: {names}."
