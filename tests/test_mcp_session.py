@@ -107,6 +107,28 @@ def test_sixty_tools_at_8k_are_held_back_and_reachable_through_mcp_call(
     assert rows["basic"][5] == "whole"
 
 
+def test_at_32k_the_sixty_tools_are_sent_shortened_and_still_work(
+        tmp_path: Path, sessions: list[Session]) -> None:
+    write_global(table("many", "many", trust="true"))
+    provider = ScriptedProvider([
+        call("mcp__many__search_collection_07", query="status:open"), reply("Found it.")],
+        window=32_768)
+    session = open_session(tmp_path, provider, sessions)
+    events = turn(session, "search collection 7")
+    schemas = {s["function"]["name"]: s["function"] for s in provider.requests[0].tools}
+    tool = schemas["mcp__many__search_collection_07"]
+    assert tool["description"] == "Search collection number 7 for records matching a query."
+    assert tool["parameters"]["required"] == ["query"]
+    assert set(tool["parameters"]["properties"]) == {"query", "limit", "cursor", "verbose"}
+    assert "title" not in tool["parameters"] and "default" not in str(tool["parameters"])
+    assert TokenCounter().schemas(provider.requests[0].tools) <= \
+        0.5 * session.agent.context.budget.input_budget
+    assert any("shortened the schemas of many" in e.text for e in events
+               if isinstance(e, Notice))
+    results = [e.result.content for e in events if isinstance(e, ToolFinished)]
+    assert results == ["tool 7: status:open (limit 10)"]
+
+
 def test_a_server_slow_to_start_is_left_out_after_its_timeout(
         tmp_path: Path, sessions: list[Session]) -> None:
     write_global(table("late", "slowstart", startup_timeout="2"))

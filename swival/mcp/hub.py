@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from swival.mcp.client import Connection
-from swival.mcp.loop import LoopThread, wait
+from swival.mcp.loop import POLL_SECONDS, LoopThread, wait
 from swival.mcp.spec import ServerSpec
 
 CLOSE_SECONDS = 6.0  # the SDK closes stdin, waits 2 s, then SIGTERM, 2 s, SIGKILL
@@ -73,7 +73,11 @@ class Hub:
         """Wait until every started server is up or has failed (each is bounded by its
         own startup_timeout), or `timeout` passes. A Ctrl-C propagates; the servers go
         on starting."""
-        concurrent.futures.wait(list(self._started.values()), timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pending = list(self._started.values())
+        while pending and (deadline is None or time.monotonic() < deadline):
+            # Short waits, so a Ctrl-C's handler runs at once.
+            pending = list(concurrent.futures.wait(pending, POLL_SECONDS).not_done)
 
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> Any:
         """Call `tool` on `server` and wait for its CallToolResult (see Connection.call)."""

@@ -66,11 +66,11 @@ class Access:
                 "cancelled. Try smaller arguments, or continue without it.", is_error=True,
                 meta=meta)
         except Exception as error:  # the server refused the call (unknown tool, bad input)
-            return ToolResult(f"error: {server} refused the call: {self._clean(server, error)}",
-                              is_error=True, meta=meta)
+            return ToolResult(self._redact(server, f"error: {server} refused the call: "
+                                           f"{describe(error)}"), is_error=True, meta=meta)
         text = render(result)
         if getattr(result, "is_error", False):
-            return ToolResult(f"error: {tool} failed: {self.redactor.redact(text)}",
+            return ToolResult(self._redact(server, f"error: {tool} failed: {text}"),
                               is_error=True, meta=meta)
         shown, saved = head_or_spill(text, INLINE_CHARS, ctx, f"mcp-{server}", "result")
         lines = shown.count("\n") + 1
@@ -105,9 +105,6 @@ class Access:
         return self._redact(server, f"error: MCP server {server} stopped: {why}. Its tools "
                             f"cannot be used until the user restarts it with /mcp restart "
                             f"{server}.{more}")
-
-    def _clean(self, server: str, error: BaseException) -> str:
-        return self._redact(server, describe(error))
 
     def _redact(self, server: str, text: str) -> str:
         return self.redactor.with_secrets(self.hub.specs[server].secrets()).redact(text)
