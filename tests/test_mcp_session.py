@@ -156,13 +156,13 @@ def test_mcp_restart_changes_the_tool_list_and_counts_the_reprocessing(
     assert dead.is_error and "MCP server basic stopped" in dead.content
     listed = dispatch("/mcp", session.agent)
     assert listed.rows[0][2].startswith("down")
-    assert session.agent.context.usage_breakdown()["reprocessed"] == 0
+    assert session.agent.context.usage().reprocessed == 0
     restarted = dispatch("/mcp restart basic", session.agent)
     assert "re-processes the whole prompt" in restarted.text
     assert restarted.rows[0][2] == "ready"
-    reprocessed = session.agent.context.usage_breakdown()["reprocessed"]
+    reprocessed = session.agent.context.usage().reprocessed
     assert reprocessed >= session.agent.context.estimate() > 0  # the whole prompt
-    assert f"the tool list changed (/mcp): {reprocessed} tokens" in dispatch(
+    assert f"The server computed {reprocessed} cached tokens again" in dispatch(
         "/context", session.agent).footer
     provider.add(call("mcp__basic__add", a=1, b=1), reply("2"))
     events = turn(session, "add")
