@@ -257,9 +257,11 @@ class Repl:
             self._late_notice = None
 
     def _start_warm_up(self, *_: object) -> None:
-        """Start the warm-up once: after the prompt's first render (an `after_render`
-        handler), so that it does not slow the prompt down; or when a line comes first."""
+        """Start the warm-up and the MCP servers once: after the prompt's first render
+        (an `after_render` handler), so that they do not slow the prompt down; or when a
+        line comes first."""
         if self._warm.ident is None:
+            self.session.start_servers()
             self._warm.start()
 
     def _wait_until_ready(self) -> None:

@@ -50,6 +50,11 @@ class Session:
     redactor: Redactor = field(default_factory=Redactor)  # for everything shown or written
     mcp: McpTools | None = None  # the MCP servers, when any are configured and enabled
 
+    def start_servers(self) -> None:
+        """Start the MCP servers in the background, if not yet (see build_session)."""
+        if self.mcp is not None:
+            self.mcp.start()
+
     def close(self) -> None:
         """Stop what the session started (MCP servers); safe to call twice."""
         if self.mcp is not None:
@@ -155,7 +160,9 @@ def _context_engine(settings: Settings, provider: Provider, registry: ToolRegist
 def build_session(settings: Settings, provider: Provider, *, interactive: bool,
                   transcript: Path | None = None) -> Session:
     """Build tools, context engine and agent around an already connected provider;
-    with `transcript`, continue that saved session."""
+    with `transcript`, continue that saved session. MCP servers start in the background
+    at once, or, when `interactive`, when the front end calls `start_servers()` (the REPL
+    does once its prompt is drawn; the first request starts them in any case)."""
     root = settings.project_root
     state_dir = prepare_state_dir(root)
     approvals = Approvals()
@@ -186,13 +193,15 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
                       redactor=redactor, mcp=mcp)
     session.notices.extend(_notices(settings, mode, fetch_policy.mode, sandbox))
     session.notices.extend(mcp_notices)
+    if not interactive:
+        session.start_servers()  # the REPL starts them once its prompt is up
     return session
 
 
 def _start_mcp(settings: Settings, registry: ToolRegistry, context: ContextEngine,
                approvals: Approvals, redactor: Redactor) -> tuple[McpTools | None, list[str]]:
-    """Start the enabled MCP servers in the background (their tools join before the
-    first request). The MCP modules are imported only when a server is configured."""
+    """The enabled MCP servers, not started yet (their tools join before the first
+    request). The MCP modules are imported only when a server is configured."""
     if not settings.mcp_servers or not settings.mcp:
         return None, []
     from swival.mcp.hub import Hub
@@ -204,7 +213,6 @@ def _start_mcp(settings: Settings, registry: ToolRegistry, context: ContextEngin
     if not specs:
         return None, notices
     hub = Hub(specs)
-    hub.start()
     access = Access(hub, approvals, yolo=settings.yolo, redactor=redactor)
     return McpTools(registry, context, access), notices
 

@@ -33,16 +33,25 @@ class McpTools:
         self.hub: Hub = access.hub
         self.plan: Plan | None = None
         self._installed: list[str] = []
+        self._started = False
         self._settled = False
         self._told: dict[str, str] = {}  # server -> the failure the user was told about
 
     # ----- the agent's hook ----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the servers in the background, once (the REPL does it after its prompt
+        is drawn, so importing the SDK does not delay the prompt)."""
+        if not self._started:
+            self._started = True
+            self.hub.start()
 
     def settle(self) -> Iterator[Event]:
         """Before the first request (later calls do nothing): wait for servers still
         starting, then install the tools of those that are up."""
         if self._settled:
             return
+        self.start()
         waiting = self.hub.starting()
         if waiting:
             yield Notice(f"Waiting for MCP server{'s' if len(waiting) > 1 else ''} "

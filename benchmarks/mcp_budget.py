@@ -11,8 +11,8 @@ small tools; `many`, 60 tools with long descriptions):
    (the request waits for it: SDK import and server start);
 4. `import mcp` alone, for reference.
 
-    python benchmarks/mcp.py                # print the tables
-    python benchmarks/mcp.py --write-docs   # also update the "MCP" section of
+    python benchmarks/mcp_budget.py                # print the tables
+    python benchmarks/mcp_budget.py --write-docs   # also update the "MCP" section of
                                             # docs/benchmarks.md
 """
 
@@ -54,6 +54,9 @@ def budget_rows() -> tuple[list[tuple[str, ...]], str]:
     hub.start()
     try:
         hub.settle()
+        failed = {n: c.error for n, c in hub.connections.items() if c.state != "ready"}
+        if failed:
+            raise RuntimeError(f"test servers did not start: {failed}")
         taken: set[str] = set()
         servers = {name: entries_for(conn.tools, taken)
                    for name, conn in hub.connections.items()}
@@ -65,7 +68,8 @@ def budget_rows() -> tuple[list[tuple[str, ...]], str]:
     for window in WINDOWS:
         budget = Budget(window, 32768, 0.85, 0.6).input_budget
         plan = make_plan(servers, base, budget, count, lambda held: count(gateway_schemas(held)))
-        sent = "; ".join(f"{s.name} {MODES[s.mode]} ({s.sent})" for s in plan.servers)
+        sent = "; ".join(f"{s.name} {MODES[s.mode]}" + (f" ({s.sent})" if s.sent else "")
+                         for s in plan.servers)
         rows.append((f"{window // 1024}K", str(budget), str(base),
                      ", ".join(f"{s.name} {s.tools} tools {s.full} → {s.short}"
                                for s in plan.servers),
@@ -112,7 +116,7 @@ def section(budget: list[tuple[str, ...]], warning: str, startup: list[tuple[str
             load: str) -> str:
     return (
         f"{SECTION}\n\n"
-        f"Measured by `python benchmarks/mcp.py --write-docs` on this machine "
+        f"Measured by `python benchmarks/mcp_budget.py --write-docs` on this machine "
         f"({os.cpu_count()} cores, Python {sys.version.split()[0]}; load average {load} when "
         "it started), with the test servers of `tests/mcpserver.py`: `basic` (13 small tools) "
         "and `many` (60 tools with long descriptions). Token figures are the context "
@@ -121,7 +125,13 @@ def section(budget: list[tuple[str, ...]], warning: str, startup: list[tuple[str
         + markdown(BUDGET_HEADERS, budget) + "\n\n"
         f"The warning at 8K:\n\n```\n{warning}\n```\n\n"
         "Start-up (real pseudo-terminal, loopback model server that answers at once):\n\n"
-        + markdown(STARTUP_HEADERS, startup) + "\n"
+        + markdown(STARTUP_HEADERS, startup) + "\n\n"
+        "What the rows measure. The REPL starts MCP servers only once its prompt is drawn, "
+        "so the prompt costs the same CPU with servers as without; a server that takes 5 s "
+        "to start changes nothing there. The first request does wait: for the SDK's import "
+        "(the `import mcp` row) on Swival's background thread, for each server process to "
+        "start (it imports the SDK too) and list its tools. CPU counts Swival's process "
+        "only; wall times grow with whatever else the machine runs.\n"
     )
 
 
