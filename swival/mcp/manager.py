@@ -20,8 +20,6 @@ from swival.mcp.tools import Access, McpCall, McpList, McpTool, gateway_schemas
 from swival.tools.base import Tool
 from swival.tools.registry import ToolRegistry
 
-SHOWN_STATE = {"ready": "ready", "starting": "starting", "failed": "failed", "down": "down",
-               "stopped": "stopped"}
 MODE_SHOWN = {"full": "whole", "short": "shortened", "held": "via mcp_call"}
 
 
@@ -148,13 +146,13 @@ class McpTools:
         costs = {s.name: s for s in self.plan.servers} if self.plan else {}
         rows: list[tuple[str, ...]] = []
         for name, conn in self.hub.connections.items():
-            state = SHOWN_STATE.get(conn.state, conn.state)
+            state = conn.state
             if conn.error and conn.state in ("failed", "down"):
                 state += f": {conn.error}"
             cost = costs.get(name)
             tokens = "-" if cost is None else (
                 f"{cost.full} → {cost.short}" if cost.mode == "short" else str(cost.full))
-            mode = MODE_SHOWN[cost.mode] if cost else "not offered"
+            mode = MODE_SHOWN[cost.mode] if cost else ("not offered" if self.plan else "-")
             rows.append((name, conn.spec.transport, self._redact(state), str(len(conn.tools)),
                          tokens, mode))
         return rows
