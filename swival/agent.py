@@ -10,11 +10,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from swival.context.engine import ContextEngine, Prepared
 from swival.errors import ContextExhausted, ContextOverflowError, ProviderError
 from swival.events import (
+    Compacted,
     Event,
     ModelCallFinished,
     ModelCallStarted,
@@ -37,7 +38,11 @@ from swival.providers.base import (
 from swival.providers.repair import repair_note
 from swival.redaction import Redactor
 from swival.tools.base import ToolContext
+from swival.tools.mentions import attach
 from swival.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from swival.providers.factory import Connector
 
 MAX_OVERFLOW_RETRIES = 4
 MAX_CONTINUATIONS = 2  # replies cut by the output limit in a row before the turn stops
@@ -50,6 +55,10 @@ CUT_CALL_RESULT = (
     "call, so its arguments are incomplete. Write smaller pieces: create a file with its "
     "first part and add the rest with edit_file, or split the work over several calls."
 )
+READ_ONLY_ON = ("[Plan mode: from now on you only have tools that change nothing ({}). Do "
+                "not try to edit files or run commands: explain, or write a plan for the user "
+                "to approve.]")
+READ_ONLY_OFF = "[Plan mode is over: all your tools are available again ({}).]"
 OUTPUT_LIMIT_TEXT = (
     "The reply was cut off by the output limit {count} times in a row ({limit} tokens), so "
     "it is incomplete. Raise --max-output-tokens (or load a larger window), or ask for a "
@@ -93,6 +102,8 @@ class AgentConfig:
     # before the model, the transcript or the screen sees them.
     redactor: Redactor = field(default_factory=Redactor)
     tool_source: ToolSource | None = None
+    # How to reach the server again for another of its models (/model); None: cannot.
+    connector: Connector | None = None
 
 
 class Agent:
@@ -118,6 +129,7 @@ class Agent:
         self._usage = Usage()
         self._cuts = 0  # replies cut by the output limit in a row
         self._reply_limit = 0  # max_tokens of the last request
+        self._notes: list[str] = []  # for the model, sent with the next request
 
     def run_turn(self, text: str) -> Iterator[Event]:
         """Handle one user request. The last event is always `TurnFinished`.
@@ -129,7 +141,7 @@ class Agent:
         `interrupted()`, which answers any unanswered tool call so the conversation
         stays valid.
         """
-        self.context.add_user(self.config.redactor.redact(text))
+        yield from self._begin(text)
         self._turn, self._calls, self._usage = 0, 0, Usage()
         parts: list[str] = []  # texts of cut replies, joined with the one that finishes
         while self._turn < self.config.max_turns:
@@ -158,6 +170,25 @@ class Agent:
             "(raise --max-turns to allow more).",
             "max_turns",
         )
+
+    def _begin(self, text: str) -> Iterator[Event]:
+        """Start a request: name it for /undo (which reverts a request's edits as one),
+        attach the paths it @mentions, and add it to the conversation."""
+        text = self.config.redactor.redact(text)
+        if self.tool_ctx.undo is not None:
+            self.tool_ctx.undo.begin(text)
+        mentions = attach(text, self.tool_ctx)
+        for item in mentions.attached:
+            yield Notice(f"Attached @{item.shown} ({item.summary}).")
+        for problem in mentions.problems:
+            yield Notice(self.config.redactor.redact(problem), "warning")
+        extra = "\n\n".join(part for part in (mentions.blocks, *self._notes) if part)
+        self._notes = []
+        self.context.add_user(text, self.config.redactor.redact(extra))
+
+    def note(self, text: str) -> None:
+        """Tell the model `text` with the next request (e.g. what /undo changed)."""
+        self._notes.append(text)
 
     def _after_cut(self, message: Message, parts: list[str]
                    ) -> Generator[Event, None, TurnFinished | None]:
@@ -189,6 +220,25 @@ class Agent:
         self.context.clear()
         self.tool_ctx.read_files.clear()
         self.tools.reset()
+
+    def set_read_only(self, on: bool) -> bool:
+        """Offer only the tools that change nothing (plan mode), or all of them again; the
+        model is told with the next request. False when the mode was already so."""
+        if self.tools.read_only == on:
+            return False
+        self.tools.read_only = on
+        self.context.set_tool_schemas(self.tools.schemas())
+        self.note((READ_ONLY_ON if on else READ_ONLY_OFF).format(", ".join(self.tools.names)))
+        return True
+
+    def use_provider(self, provider: Provider) -> list[Compacted]:
+        """Talk to `provider` (another model) from now on: the context budgets on its
+        window and recaps go to it; the compactions that made the conversation fit the
+        new window, if it had to shrink."""
+        self.provider = provider
+        summarize = make_summarizer(provider, self.config.temperature)
+        return self.context.use_model(provider.info.window.budget_tokens, summarize,
+                                      self._clock)
 
     def interrupted(self) -> TurnFinished:
         """Close an interrupted turn: answer pending tool calls with a synthetic result."""

@@ -90,6 +90,10 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                           "commands use the network.")] = None,
     pass_env: Annotated[list[str] | None, Opt(help="Let this secret environment variable "
                                               "through to commands.")] = None,
+    edits: Annotated[str | None, Opt(help="File edits: auto | ask (show each diff and ask) "
+                                     "[auto].")] = None,
+    read_only: Annotated[bool | None, Opt("--read-only/--no-read-only", help="Offer only "
+                                          "tools that change nothing (explain, plan).")] = None,
     tool_result_share: Annotated[float | None, Opt(help="Max share of the input budget per "
                                                    "tool result [0.2].")] = None,
     compaction_trigger: Annotated[float | None, Opt(help="Compact at this share [0.85].")] = None,
@@ -123,7 +127,7 @@ def run(  # noqa: PLR0913 - one parameter per documented option
         quiet=quiet, json=json_output, yolo=yolo, commands=commands,
         command_timeout=command_timeout, fetch=fetch, add_dir=add_dir or None,
         add_dir_ro=add_dir_ro or None, sandbox=sandbox, allow_net=allow_net,
-        pass_env=pass_env or None,
+        pass_env=pass_env or None, edits=edits, read_only=read_only,
         tool_result_share=tool_result_share, compaction_trigger=compaction_trigger,
         compaction_target=compaction_target, proactive_summaries=proactive_summaries,
         mcp=mcp,

@@ -181,6 +181,10 @@ KEYS: tuple[Key, ...] = (
     Key("allow_net", bool, False, "Let sandboxed commands use the network", trusted_only=True),
     Key("pass_env", list, [], "Secret environment variables commands may still see",
         trusted_only=True),
+    Key("edits", str, "auto", "File edits: auto (made at once, undoable with /undo) or ask "
+        "(the REPL shows each diff and asks)", choices=("auto", "ask"), trusted_only=True),
+    Key("read_only", bool, False, "Offer the model only tools that cannot change anything "
+        "(explain and plan work; /plan toggles it in the REPL)"),
     Key("tool_result_share", float, 0.2, "Largest share of the input budget one tool "
         "result may take", minimum=0.01),
     Key("compaction_trigger", float, 0.85, "Compact when the prompt reaches this share of "
@@ -224,6 +228,8 @@ class Settings:
     sandbox: str = "auto"
     allow_net: bool = False
     pass_env: tuple[str, ...] = ()
+    edits: str = "auto"
+    read_only: bool = False
     tool_result_share: float = 0.2
     compaction_trigger: float = 0.85
     compaction_target: float = 0.6

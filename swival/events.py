@@ -55,7 +55,8 @@ class ToolFinished:
 
 @dataclass(frozen=True)
 class Compacted:
-    """History was rewritten to fit the window. `level`: 1 shrink, 2 drop, 3 nuclear;
+    """History was rewritten to fit the window. `level`: 1 shrink, 2 drop, 3 nuclear,
+    4 emergency (reason "emergency": turns dropped without asking the model for a recap);
     0 marks a snapshot collapse requested by the model or the user. `reprocessed`: the
     tokens the server must compute again because of the rewrite (its cache holds the
     previous request up to the first change)."""
@@ -66,6 +67,7 @@ class Compacted:
     tokens_after: int
     turn: int
     reprocessed: int = 0
+    note: str = ""  # for people, when there is more to say (an emergency drop: where to look)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from swival.config import Settings, redactor_for
 from swival.errors import SwivalError
 from swival.events import Compacted, Event, ToolFinished, TurnFinished
 from swival.providers.factory import spent
-from swival.render import ProgressPrinter, stderr_console
+from swival.render import ProgressPrinter, screen_text, stderr_console
 from swival.session import Session
 from swival.tools.approval import Answer
 from swival.tools.policy import Question
@@ -61,9 +61,11 @@ def ask_on_terminal(question: Question) -> Answer:
     return _choose_on_terminal((programs,) if programs else ())[0]
 
 
-def confirm_on_terminal(action: str, scopes: tuple[str, ...]) -> str:
-    """Any other approval (a fetch, an MCP tool; see swival/tools/approval.py), asked
-    the same way."""
+def confirm_on_terminal(action: str, scopes: tuple[str, ...], detail: str) -> str:
+    """Any other approval (a fetch, an MCP tool, an edit with its diff as `detail`; see
+    swival/tools/approval.py), asked the same way."""
+    if detail:
+        print("\n" + screen_text(detail).rstrip("\n"), file=sys.stderr)
     print("\n" + _wrap(f"swival asks: {action}?"), file=sys.stderr)
     answer, scope = _choose_on_terminal(scopes)
     return scope if answer == "always" else answer

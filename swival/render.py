@@ -43,6 +43,7 @@ LINE_WIDTH = 100
 WARN_SHARE = 0.70  # context use shown in yellow from here
 CRIT_SHARE = 0.90  # and in red from here
 DIFF_LINES = 40  # longest diff shown inline; the rest is counted, not printed
+DIFF_CAP_LINES = 400  # a diff shown for approval: all of it (the tools cap it at 4 KB)
 
 Level = Literal["ok", "warn", "crit"]
 # Control characters other than tab and newline: in model or file text they could move the
@@ -104,7 +105,8 @@ def outcome(result: ToolResult) -> str:
 
 
 def compaction_line(event: Compacted) -> str:
-    what = "snapshot restore" if event.level == 0 else f"compaction level {event.level}"
+    what = {0: "snapshot restore", 4: "emergency compaction"}.get(
+        event.level, f"compaction level {event.level}")
     again = f"; {event.reprocessed} cached tokens to recompute" if event.reprocessed else ""
     return (f"{what}: {event.tokens_before} → {event.tokens_after} tokens "
             f"({event.reason}{again})")
@@ -264,6 +266,8 @@ class ProgressPrinter:
             )
         elif isinstance(event, Compacted):
             self.console.print(f"[yellow]{escape(compaction_line(event))}[/yellow]")
+            if event.note:
+                self.console.print(f"[yellow]{escape(event.note)}[/yellow]", soft_wrap=True)
         elif isinstance(event, Checkpointed):
             self.console.print(f"[dim]{escape(checkpoint_line(event))}[/dim]")
         elif isinstance(event, Notice) and event.level != "error":
@@ -296,6 +300,7 @@ class TurnView:
         self._waiting_for = "thinking"  # what the spinner says while nothing streams
         self._tool: tuple[ToolCall, float] | None = None
         self._turn_started = 0.0
+        self._approved_diff: str | None = None  # shown with its question; not again
 
     # -- public -------------------------------------------------------------------------
 
@@ -319,6 +324,8 @@ class TurnView:
             self._tool_finished(event)
         elif isinstance(event, Compacted):
             self.console.print(Text("⟳ " + compaction_line(event), style="yellow"))
+            if event.note:
+                self.console.print(Text(event.note, style="yellow"))
         elif isinstance(event, Checkpointed):
             self.console.print(Text(checkpoint_line(event), style="dim"))
         elif isinstance(event, Notice):
@@ -392,6 +399,12 @@ class TurnView:
     def markdown(self, text: str) -> None:
         self.console.print(_markdown(text))
 
+    def approval_diff(self, diff: str) -> None:
+        """An edit's whole diff, shown before the person is asked about it (the tool line
+        that follows then leaves it out)."""
+        self.console.print(diff_text(diff, limit=DIFF_CAP_LINES))
+        self._approved_diff = diff
+
     # -- internals ----------------------------------------------------------------------
 
     def _ensure_live(self) -> None:
@@ -444,7 +457,9 @@ class TurnView:
         width = self.console.width
         self.console.print(tool_line(event.call, event.result, event.seconds, width))
         diff = event.result.meta.get("diff")
-        if isinstance(diff, str) and diff.strip() and not event.result.is_error:
+        shown, self._approved_diff = self._approved_diff, None
+        if isinstance(diff, str) and diff.strip() and not event.result.is_error \
+                and diff != shown:
             self.console.print(diff_text(diff))
 
     def _turn_finished(self, event: TurnFinished) -> None:

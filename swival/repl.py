@@ -83,11 +83,13 @@ class RedactingHistory(FileHistory):
 
 
 class SlashAndPathCompleter(Completer):
-    """Tab completes command names after a leading '/', their flags after the name, and
-    otherwise the last word as a path relative to the project root."""
+    """Tab completes command names after a leading '/', their flags (and /model's model
+    names, from `models`) after the name, and otherwise the last word as a path relative
+    to the project root, an `@mention` included."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, models: Callable[[], list[str]] | None = None) -> None:
         self.paths = PathCompleter(get_paths=lambda: [str(root)], expanduser=True)
+        self.models = models
 
     def get_completions(self, document: Document,
                         complete_event: CompleteEvent) -> Iterable[Completion]:
@@ -100,15 +102,18 @@ class SlashAndPathCompleter(Completer):
             return
         if text.startswith("/"):
             name, _, rest = text[1:].partition(" ")
+            word = rest.split(" ")[-1]
+            names = self.models() if name == "model" and self.models is not None else []
             for command in COMMANDS:
                 if command.name == name:
-                    word = rest.split(" ")[-1]
-                    for flag in command.flags:
-                        if flag.startswith(word):
-                            yield Completion(flag, start_position=-len(word))
+                    for choice in (*command.flags, *names):
+                        if choice.startswith(word):
+                            yield Completion(choice, start_position=-len(word))
             return
         word = document.get_word_before_cursor(WORD=True)
-        if word:
+        mention = word.startswith("@")
+        word = word[1:] if mention else word
+        if word or mention:
             yield from self.paths.get_completions(Document(word, len(word)), complete_event)
 
 
@@ -137,7 +142,7 @@ class Repl:
         self.view = TurnView(self.console, self.status)
         root = session.settings.project_root
         self.prompt: PromptSession[str] = PromptSession(
-            history=self._history(root), completer=SlashAndPathCompleter(root),
+            history=self._history(root), completer=SlashAndPathCompleter(root, self._model_names),
             complete_while_typing=False, key_bindings=key_bindings(),
             bottom_toolbar=self.toolbar, style=STYLE, input=self.io.input,
             output=self.io.output, prompt_continuation=lambda width, *_: "." * (width - 1) + " ",
@@ -146,6 +151,7 @@ class Repl:
         self._warm_error: BaseException | None = None
         self._ready = threading.Event()  # the first request may go; the engine is free
         self._late_notice: str | None = None
+        self._names: list[str] | None = None  # the server's models, for Tab after /model
         session.policy.ask = self.ask
         session.approvals.confirm = self.confirm
 
@@ -214,6 +220,9 @@ class Repl:
             reply = CommandReply("Interrupted.", level="warning")
         for event in reply.events:
             self.status.update(event)
+        self._sync_model()
+        if line.strip().startswith("/model"):
+            self._names = None
         if reply.text:
             self.view.message(reply.text, reply.level)
         if reply.rows:
@@ -283,6 +292,24 @@ class Repl:
             out.append((TOOLBAR_STYLES[level], text))
         return out
 
+    def _model_names(self) -> list[str]:
+        """Model names for Tab after /model: asked from the server the first time (and
+        again after a /model command), then kept."""
+        connector = self.session.agent.config.connector
+        if self._names is None and connector is not None:
+            try:
+                self._names = [choice.name for choice in connector.models() or ()]
+            except SwivalError:
+                return []
+        return self._names or []
+
+    def _sync_model(self) -> None:
+        """The toolbar follows a /model switch."""
+        info = self.session.provider.info
+        self.status.model, self.status.window = info.model, info.window.tokens
+        self.status.window_source = info.window.source
+        self.status.budget = info.window.budget_tokens
+
     def _refresh_context(self) -> None:
         try:
             used = self.session.agent.context.estimate()
@@ -313,10 +340,12 @@ class Repl:
             programs = ", ".join(question.programs)
             return self._choose((programs,) if programs else ())[0]
 
-    def confirm(self, action: str, scopes: tuple[str, ...]) -> str:
-        """Any other approval (a fetch, an MCP tool; see swival/tools/approval.py): once,
-        deny, or the scope to allow always."""
+    def confirm(self, action: str, scopes: tuple[str, ...], detail: str) -> str:
+        """Any other approval (a fetch, an MCP tool, an edit with its diff as `detail`;
+        see swival/tools/approval.py): once, deny, or the scope to allow always."""
         with self.view.paused():
+            if detail:
+                self.view.approval_diff(detail)
             self.view.message(f"{action}?")
             answer, scope = self._choose(scopes)
             return scope if answer == "always" else answer

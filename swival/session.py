@@ -12,23 +12,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swival.agent import Agent, AgentConfig, make_summarizer
+from swival.agent import READ_ONLY_ON, Agent, AgentConfig, make_summarizer
 from swival.config import Settings, literal_key_warning, redactor_for, user_state_dir
 from swival.context.engine import ContextEngine, ContextSettings, Extras
 from swival.context.knowledge import Knowledge
 from swival.errors import ConfigError, UsageError
 from swival.prompts import system_prompt
 from swival.providers.base import Provider
-from swival.providers.factory import connect
+from swival.providers.factory import Connector, connect
 from swival.redaction import Redactor
-from swival.state import SessionIndex, prepare_state_dir, sessions_dir
-from swival.tools.approval import Approvals
+from swival.state import SessionIndex, prepare_state_dir, sessions_dir, undo_folder
+from swival.tools.approval import Approvals, EditPolicy
 from swival.tools.base import ToolContext
 from swival.tools.catalog import default_tools
 from swival.tools.fetch_policy import FetchPolicy
 from swival.tools.policy import CommandPolicy, Workspace, resolve_mode
 from swival.tools.registry import ToolRegistry
 from swival.tools.sandbox import Sandbox, sandbox_from_settings
+from swival.tools.undo import UndoJournal
 
 if TYPE_CHECKING:
     from swival.mcp.manager import McpTools
@@ -41,10 +42,9 @@ class Session:
     """Everything a front end (one-shot or REPL) needs."""
 
     settings: Settings
-    provider: Provider
     agent: Agent
     policy: CommandPolicy
-    approvals: Approvals = field(default_factory=Approvals)  # fetches; front ends ask
+    approvals: Approvals = field(default_factory=Approvals)  # fetches, edits
     notices: list[str] = field(default_factory=list)
     resumed: int = 0  # messages restored from a saved session
     redactor: Redactor = field(default_factory=Redactor)  # for everything shown or written
@@ -59,6 +59,11 @@ class Session:
         """Stop what the session started (MCP servers); safe to call twice."""
         if self.mcp is not None:
             self.mcp.close()
+
+    @property
+    def provider(self) -> Provider:
+        """The model server in use now (/model may have switched it)."""
+        return self.agent.provider
 
     def overhead_warning(self) -> str | None:
         """A warning when the fixed overhead (system prompt, instruction files, tool
@@ -130,7 +135,7 @@ def open_session(settings: Settings, *, interactive: bool,
                  transcript: Path | None = None) -> Session:
     """Connect to the server, then build the agent. Raises ProviderUnreachable etc."""
     return build_session(settings, connect(settings), interactive=interactive,
-                         transcript=transcript)
+                         transcript=transcript, connector=Connector(settings))
 
 
 def _context_engine(settings: Settings, provider: Provider, registry: ToolRegistry,
@@ -158,16 +163,19 @@ def _context_engine(settings: Settings, provider: Provider, registry: ToolRegist
 
 
 def build_session(settings: Settings, provider: Provider, *, interactive: bool,
-                  transcript: Path | None = None) -> Session:
+                  transcript: Path | None = None,
+                  connector: Connector | None = None) -> Session:
     """Build tools, context engine and agent around an already connected provider;
-    with `transcript`, continue that saved session. MCP servers start in the background
-    at once, or, when `interactive`, when the front end calls `start_servers()` (the REPL
-    does once its prompt is drawn; the first request starts them in any case)."""
+    with `transcript`, continue that saved session; with `connector`, /model can reach
+    the server's other models. MCP servers start in the background at once, or, when
+    `interactive`, when the front end calls `start_servers()` (the REPL does once its
+    prompt is drawn; the first request starts them in any case)."""
     root = settings.project_root
     state_dir = prepare_state_dir(root)
     approvals = Approvals()
     fetch_policy = FetchPolicy(settings.fetch, yolo=settings.yolo, approvals=approvals)
-    registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled))
+    registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled),
+                            read_only=settings.read_only)
     mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
     redactor = redactor_for(settings, os.environ)
     sandbox = sandbox_from_settings(settings, os.environ)
@@ -182,14 +190,20 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     )
     policy = CommandPolicy(mode, workspace=Workspace.of(tool_ctx, os.environ))
     tool_ctx.approve = policy.approve
+    edits = "auto" if settings.yolo else settings.edits
+    tool_ctx.approve_edit = EditPolicy(edits, approvals).approve
     context = _context_engine(settings, provider, registry, state_dir, redactor)
     resumed = context.load_transcript(transcript) if transcript is not None else 0
     tool_ctx.session_id = context.session_id  # names the session's spill folder
+    tool_ctx.undo = UndoJournal(undo_folder(state_dir, context.session_id))
+    tool_ctx.undo.prune()
     mcp, mcp_notices = _start_mcp(settings, registry, context, approvals, redactor)
     agent = Agent(provider, registry, context, tool_ctx,
                   AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature,
-                              redactor=redactor, tool_source=mcp))
-    session = Session(settings, provider, agent, policy, approvals, resumed=resumed,
+                              redactor=redactor, tool_source=mcp, connector=connector))
+    if settings.read_only:  # the registry offers only read-only tools; tell the model
+        agent.note(READ_ONLY_ON.format(", ".join(registry.names)))
+    session = Session(settings, agent, policy, approvals, resumed=resumed,
                       redactor=redactor, mcp=mcp)
     session.notices.extend(_notices(settings, mode, fetch_policy.mode, sandbox))
     session.notices.extend(mcp_notices)
@@ -227,6 +241,9 @@ def _notices(settings: Settings, mode: str, fetch_mode: str, sandbox: Sandbox) -
     # Without commands the missing sandbox changes nothing, unless the person asked for it.
     if sandbox_notice and (mode != "none" or settings.sandbox == "on"):
         notices.append(sandbox_notice)
+    if settings.read_only:
+        notices.append("Plan mode (--read-only): the model only gets tools that change "
+                       "nothing.")
     if settings.yolo or mode == "all":
         notices.append("Commands: every command is allowed without asking "
                        + ("(--yolo)." if settings.yolo else "(--commands all)."))

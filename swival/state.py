@@ -2,9 +2,9 @@
 and the user's index of the sessions Swival recorded.
 
 `.swival/` belongs to the harness. A repository can ship one, so `prepare_state_dir`
-refuses a `.swival` (or a `sessions`, `out` or `history` in it) that is a symlink, and
-a `.swival` that is a file, instead of writing through it; it creates the directory with
-mode 0700 and keeps a `.gitignore` holding `*` in it, so `git add -A` never commits
+refuses a `.swival` (or a `sessions`, `out`, `history` or `undo` in it) that is a
+symlink, and a `.swival` that is a file, instead of writing through it; it creates the
+directory with mode 0700 and keeps a `.gitignore` holding `*` in it, so `git add -A` never commits
 transcripts full of file contents.
 
 Spill files (outputs too large for the window, saved for the model to page through)
@@ -34,6 +34,7 @@ STATE_DIR = ".swival"
 SESSIONS = "sessions"
 SPILLS = "out"
 HISTORY = "history"  # the REPL's prompt history
+UNDO = "undo"  # pre-images of tool edits, for /undo (swival/tools/undo.py)
 SPILLS_KEPT = 50  # spill files of earlier sessions kept; older ones are removed
 SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 NUMBER = re.compile(r"-(\d+)\.txt$")
@@ -62,7 +63,7 @@ def prepare_state_dir(root: Path) -> Path:
     return it. Raises UsageError (exit 2) saying how to fix a symlink, a file in the
     way, or a directory that cannot be created."""
     state = root / STATE_DIR
-    for path in (state, state / SESSIONS, state / SPILLS, state / HISTORY):
+    for path in (state, state / SESSIONS, state / SPILLS, state / HISTORY, state / UNDO):
         _refuse(path)
     ignore = state / ".gitignore"
     try:
@@ -82,6 +83,11 @@ def prepare_state_dir(root: Path) -> Path:
 
 def sessions_dir(root: Path) -> Path:
     return root / STATE_DIR / SESSIONS
+
+
+def undo_folder(state_dir: Path, session_id: str) -> Path:
+    """Where one session's undo record goes: `<state_dir>/undo/<session_id>`."""
+    return state_dir / UNDO / (SAFE_NAME.sub("_", session_id) or "session")
 
 
 def spill_folder(state_dir: Path, session_id: str) -> Path:

@@ -152,8 +152,8 @@ class CountingServer(FakeServer):
         cached = seen.cached if self.counts == "total+cached" else None
         return replace(reply, usage=(max(1, prompt), completion), cached=cached)
 
-    def overflow_body(self, prompt: int) -> tuple[int, Any] | None:
-        return None if self.truncate else super().overflow_body(prompt)
+    def overflow_body(self, prompt: int, window: int | None = None) -> tuple[int, Any] | None:
+        return None if self.truncate else super().overflow_body(prompt, window)
 
     # -- llama.cpp's template and tokenizer endpoints --------------------------------------
     def discovery(self, method: str, path: str, body: dict[str, Any]) -> tuple[int, Any] | None:

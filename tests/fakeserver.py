@@ -44,7 +44,10 @@ tokens; without `num_ctx` it uses 2048 as old Ollama did).
 Options: `loaded` (LM Studio/llama.cpp have a model; Ollama has it running), `installed`
 (Ollama's /api/tags names), `lmstudio_api` ("v1", "v0" or "none"), `ps_context` (Ollama
 /api/ps context_length; default `window`), `param_num_ctx` (num_ctx in /api/show parameters),
-`trained` (trained maximum in /api/show model_info).
+`trained` (trained maximum in /api/show model_info), `others` ({name: window}: more models
+the server offers — /v1/models lists them, LM Studio has them loaded with that context
+length, Ollama has them installed but not running, with that `num_ctx` in /api/show; a chat
+call naming one is held to its window).
 """
 
 from __future__ import annotations
@@ -115,6 +118,7 @@ class FakeServer:
     ps_context: int | None = None
     param_num_ctx: int | None = None
     trained: int | None = 32768
+    others: dict[str, int] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     auth: list[str | None] = field(default_factory=list)
@@ -177,18 +181,28 @@ class FakeServer:
         return item(body) if callable(item) else item
 
     # -- canned discovery answers --------------------------------------------------------
+    def window_for(self, body: dict[str, Any]) -> int:
+        """The window of the model a chat call names (`others`), else `window`."""
+        return self.others.get(str(body.get("model")), self.window)
+
     def discovery(self, method: str, path: str, body: dict[str, Any]) -> tuple[int, Any] | None:
         names = list(self.installed if self.installed is not None else (self.model,))
+        names += [name for name in self.others if name not in names]
+        loaded = {self.model: self.window} if self.loaded else {}
+        loaded.update(self.others)
         if path == "/v1/models":
-            return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]
-                         if self.loaded else []}
+            return 200, {"object": "list", "data": [{"id": name, "object": "model"}
+                                                    for name in loaded]}
         if self.kind == "llamacpp" and path == "/props":
             return 200, {"default_generation_settings": {"n_ctx": self.window},
                          "model_path": f"/models/{self.model}.gguf", "total_slots": 1}
         if self.kind == "lmstudio" and path == "/api/v1/models" and self.lmstudio_api == "v1":
-            inst = [{"id": self.model, "config": {"context_length": self.window}}]
-            return 200, {"models": [{"type": "llm", "key": self.model, "max_context_length":
-                                     32768, "loaded_instances": inst if self.loaded else []}]}
+            models = [{"type": "llm", "key": self.model, "max_context_length": 32768,
+                       "loaded_instances": []}] if not self.loaded else []
+            models += [{"type": "llm", "key": name, "max_context_length": 32768,
+                        "loaded_instances": [{"id": name, "config": {"context_length": ctx}}]}
+                       for name, ctx in loaded.items()]
+            return 200, {"models": models}
         if self.kind == "lmstudio" and path == "/api/v0/models" and self.lmstudio_api == "v0":
             return 200, {"data": [{"id": self.model, "type": "llm", "max_context_length": 32768,
                                    "state": "loaded" if self.loaded else "not-loaded",
@@ -213,28 +227,31 @@ class FakeServer:
             info: dict[str, Any] = {"general.architecture": "qwen2"}
             if self.trained:
                 info["qwen2.context_length"] = self.trained
-            params = f"num_ctx {self.param_num_ctx}\n" if self.param_num_ctx else ""
+            num_ctx = self.others.get(wanted, self.param_num_ctx)
+            params = f"num_ctx {num_ctx}\n" if num_ctx else ""
             return 200, {"parameters": params + 'stop "<|im_end|>"', "model_info": info}
         return None
 
-    def overflow_body(self, prompt: int) -> tuple[int, Any] | None:
-        """The 400 a real server of this kind answers when `prompt` exceeds the window."""
-        if prompt <= self.window or self.kind == "ollama":
+    def overflow_body(self, prompt: int, window: int | None = None) -> tuple[int, Any] | None:
+        """The 400 a real server of this kind answers when `prompt` exceeds the window
+        (`window`, or the server's)."""
+        window = self.window if window is None else window
+        if prompt <= window or self.kind == "ollama":
             return None
         if self.kind == "lmstudio":
             return 400, {"error": f"Trying to keep the first {prompt} tokens when context the "
                          f"overflows. However, the model is loaded with context length of only "
-                         f"{self.window} tokens, which is not enough. Try to load the model "
+                         f"{window} tokens, which is not enough. Try to load the model "
                          "with a larger context length, or provide a shorter input"}
         if self.kind == "openai":
             return 400, {"error": {
-                "message": f"This model's maximum context length is {self.window} tokens. "
+                "message": f"This model's maximum context length is {window} tokens. "
                            f"However, your messages resulted in {prompt} tokens.",
                 "type": "invalid_request_error", "param": "messages",
                 "code": "context_length_exceeded"}}
         return 400, {"error": {
             "code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": prompt,
-            "n_ctx": self.window,
+            "n_ctx": window,
             "message": "the request exceeds the available context size, try increasing it"}}
 
 
@@ -342,7 +359,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _openai_chat(self, body: dict[str, Any]) -> None:
         reply = self.fake.next_reply(body)
         prompt = self.fake.count_prompt(body)
-        if self._prelude(reply, prompt, self.fake.overflow_body(prompt)):
+        overflow = self.fake.overflow_body(prompt, self.fake.window_for(body))
+        if self._prelude(reply, prompt, overflow):
             return
         if not body.get("stream"):
             return self._openai_plain(body, reply, prompt)

@@ -202,7 +202,8 @@ def test_the_ledger_survives_the_deepest_compaction(tmp_path: Path) -> None:
     levels = []
     while not levels or levels[-1] < 3:
         levels += [e.level for e in engine.on_overflow(ContextOverflowError("full"), 20)]
-    assert len(engine.history) == 4  # the last two turns
+    # Without a summarizer no recap can be written: the emergency drop keeps the last turn.
+    assert levels[-1] == 4 and len(engine.history) == 2
     pinned = engine.messages()[1].content
     assert "THE TASK: make parse() accept empty input" in pinned
     assert "src/m19.py (modified)" in pinned and "TypeError: oops 19" in pinned
@@ -210,7 +211,7 @@ def test_the_ledger_survives_the_deepest_compaction(tmp_path: Path) -> None:
 
 
 def test_pinned_block_does_not_repeat_a_request_still_shown(tmp_path: Path) -> None:
-    engine = make_engine(tmp_path)
+    engine = make_engine(tmp_path, summarize=lambda instructions, messages: "A recap.")
     engine.add_user("THE TASK: make parse() accept empty input")
     for n in range(1, 25):
         step(engine, n, "command", f"out {n}\n" + "v" * 250, prepare=False)

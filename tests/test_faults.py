@@ -252,7 +252,13 @@ def test_no_api_key_leaks_into_any_artefact(fake_server: Any, tmp_path: Path) ->
     assert any(n.startswith("cmd-") for n in spilled), "the tool spilled the command output"
     assert any(n.startswith("read_file-") for n in spilled), "the context layer spilled"
 
-    state_files = [p for p in (tmp_path / ".swival").rglob("*") if p.is_file()]
+    # The copies /undo restores are the one exception (unredacted, owner-only, unreadable
+    # to the model's tools; tests/test_undo.py): they must put the real value back.
+    undo = tmp_path / ".swival" / "undo"
+    copies = list(undo.rglob("*.bin"))
+    assert copies and all(p.stat().st_mode & 0o077 == 0 for p in undo.rglob("*"))
+    state_files = [p for p in (tmp_path / ".swival").rglob("*")
+                   if p.is_file() and p not in copies]
     state_files += [p for p in Path(os.environ["XDG_STATE_HOME"]).rglob("*") if p.is_file()]
     artefacts = {str(p): p.read_text(errors="replace") for p in state_files}
     artefacts |= {"stdout 1": first.stdout, "stderr 1": first.stderr,

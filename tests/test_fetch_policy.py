@@ -78,7 +78,8 @@ def test_a_listed_name_covers_subdomains_and_ports_unless_a_port_is_given() -> N
                                   "169.254.169.254", "10.0.0.5", "0.0.0.0"])
 def test_non_public_hosts_are_refused_under_yolo_unless_named(setting: str, host: str) -> None:
     asked: list[str] = []
-    approvals = Approvals(confirm=lambda action, scopes: asked.append(action) or scopes[0])
+    approvals = Approvals(
+        confirm=lambda action, scopes, detail: asked.append(action) or scopes[0])
     policy = FetchPolicy(setting, yolo=True, approvals=approvals)
     reason = policy.approve(f"http://{host}/", host, 80)
     assert reason is not None and "--fetch" in reason and "names them" in reason
@@ -106,7 +107,7 @@ def scripted(*answers: Answer) -> tuple[Approvals, list[tuple[str, str]]]:
     asked: list[tuple[str, str]] = []
     replies = list(answers)
 
-    def confirm(action: str, scopes: tuple[str, ...]) -> str:
+    def confirm(action: str, scopes: tuple[str, ...], detail: str) -> str:
         asked.append((action, scopes[0]))
         answer = replies.pop(0)
         return scopes[0] if answer == "always" else answer

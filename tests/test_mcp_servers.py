@@ -218,7 +218,7 @@ def test_calls_need_approval_unless_yolo_or_trusted(shared: Hub, tmp_path: Path)
     asked: list[tuple[str, tuple[str, ...]]] = []
     replies = ["deny", "once", "basic/add", "server basic"]
 
-    def confirm(action: str, scopes: tuple[str, ...]) -> str:
+    def confirm(action: str, scopes: tuple[str, ...], detail: str) -> str:
         asked.append((action, scopes))
         return replies.pop(0)
 

@@ -280,9 +280,9 @@ def test_a_redirect_to_another_host_is_asked_about_again(tmp_path: Path,
                                                          web: WebServer) -> None:
     asked: list[tuple[str, str]] = []
 
-    def confirm(action: str, scopes: tuple[str, ...]) -> str:
+    def confirm(action: str, scopes: tuple[str, ...], detail: str) -> str:
         asked.append((action, scopes[0]))
-        return "once" if scopes == ("docs.test",) else "deny"
+        return "once" if scopes[0] == "docs.test" else "deny"
 
     ctx, network = played(tmp_path, web, "ask", approvals=Approvals(confirm=confirm))
     result = fetch(ctx, "http://docs.test/redirect?to=http://other.test/article")

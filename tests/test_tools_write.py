@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from swival.messages import ToolCall, ToolResult
+from swival.tools.atomic import atomic_write
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
-from swival.tools.files import atomic_write, capped_diff
+from swival.tools.files import capped_diff
 from swival.tools.registry import ToolRegistry
 
 

@@ -72,6 +72,10 @@ class Calibration:
         self.factor = 1.0
         self.baseline: float | None = None  # reported / raw of recent complete counts
 
+    def forget(self) -> None:
+        """Another model (its own tokenizer and template): start from our count again."""
+        self.factor, self.baseline = 1.0, None
+
     def apply(self, raw_tokens: int) -> int:
         return int(raw_tokens * self.factor + 0.5)
 

@@ -4,9 +4,18 @@ level by level, and the one place a rewritten history is committed.
 `State` is the engine's mutable state, handed explicitly to every call. Options come
 from gate.options (pure passes), are measured (measure.py) and chosen by the gate;
 levels 2 and 3 then get a real recap and a re-rendered pinned block (the engine's
-`render` and `recap`), and `commit` records the rewrite (the engine's `record`: the
+`render` and `recaps`), and `commit` records the rewrite (the engine's `record`: the
 transcript) and reports it as a `Compacted` event with the tokens it makes the server
 compute again.
+
+The emergency drop (level 4, reason "emergency") asks the model nothing and always
+leaves the prompt as small as it can be made: the pinned block (ledger, knowledge, a
+recap made without the model that names the transcript) and the last turn, its results
+shrunk or the turn itself dropped when that is what it takes. It runs instead of levels
+2 and 3 when the model wrote no recap, or when the gate fired (before a request, after
+tool results) with the prompt at NEARLY_FULL of the input budget or more; and after
+level 3 when the prompt still exceeds the input budget. After an overflow the server
+reported, levels 2 and 3 still ask for their recap (its requests are sized to fit).
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from swival.context import passes
 from swival.context.gate import Gate, Option, options
 from swival.context.history import History
 from swival.context.measure import Measure
@@ -26,6 +36,8 @@ RECAP_SHARE, RECAP_MAX = 0.08, 1200  # recap size: share of the input budget, at
 # Level 2 re-renders the pinned block, so the server re-reads the whole prompt: make
 # that rewrite buy headroom by landing this share of the input budget under the target.
 DROP_MARGIN = 0.15
+NEARLY_FULL = 0.95  # from this share of the input budget no recap is asked: emergency
+EMERGENCY, EMERGENCY_LEVEL = "emergency", 4
 
 
 @dataclass
@@ -40,13 +52,24 @@ class State:
     reprocessed: int = 0  # tokens all rewrites made the server compute again
 
 
+@dataclass(frozen=True)
+class Recaps:
+    """How the compactor gets the recap of the turns it drops: `write` asks the model
+    (with the focus the user gave, or None; returns None when the model wrote none),
+    `marker` makes one without a model call. `transcript` is where every message is
+    kept."""
+
+    write: Callable[[History, Sequence[Message], str | None], str | None]
+    marker: Callable[[History, Sequence[Message]], str]
+    transcript: str
+
+
 class Compactor:
     def __init__(self, measure: Measure, gate: Gate,
-                 render: Callable[[History], Message | None],
-                 recap: Callable[[History, Sequence[Message]], str],
+                 render: Callable[[History], Message | None], recaps: Recaps,
                  record: Callable[[History, Compacted], None]) -> None:
         self.measure, self.gate = measure, gate
-        self._render, self._recap, self._record = render, recap, record
+        self._render, self.recaps, self._record = render, recaps, record
 
     def recap_tokens(self) -> int:
         return min(RECAP_MAX, int(self.gate.budget.input_budget * RECAP_SHARE))
@@ -56,24 +79,36 @@ class Compactor:
         the last compaction if nothing came in since."""
         if not self.gate.due(self.measure.tokens(state.history)):
             return []
-        return self.run(state, turn, reason, state.last_level + 1)
+        return self.run(state, turn, reason, state.last_level + 1, hurry=True)
 
-    def run(self, state: State, turn: int, reason: str, first: int) -> list[Compacted]:
+    def run(self, state: State, turn: int, reason: str, first: int,
+            hurry: bool = False) -> list[Compacted]:
         """From level `first` on, take the option the gate chooses; when no option of a
-        level reaches the target, take that level's largest step and go deeper. The
+        level reaches the target, take that level's largest step and go deeper; the
+        emergency drop where the module docstring says (`hurry`: the gate fired). The
         levels run before one request are one rewrite for the server: the last event
         carries what they make it compute again, together."""
         events: list[Compacted] = []
         start = self.measure.cost(state.history, state.sent)
-        for level in range(max(1, first), 4):
+        budget, stopped = self.gate.budget, False
+        for level in range(max(1, first), EMERGENCY_LEVEL):
+            tokens = self.measure.tokens(state.history)
+            stopped = hurry and level > 1 and tokens >= NEARLY_FULL * budget.input_budget
+            if stopped:
+                break
             measured = self._measured(state, level)
             state.last_level = level
             chosen = self.gate.choose(measured) or min(measured, key=lambda o: o.tokens,
                                                        default=None)
-            if chosen is not None:
-                events.append(self._apply(state, chosen, reason, turn))
+            event = self._apply(state, chosen, reason, turn) if chosen else None
+            stopped = chosen is not None and event is None  # the model wrote no recap
+            if stopped:
+                break
+            events += [event] if event else []
             if self.gate.enough(self.measure.tokens(state.history)):
                 break
+        if stopped or self.measure.tokens(state.history) > budget.input_budget:
+            events += [e for e in [self.emergency(state, turn)] if e]
         return self._charge(state, events, start)
 
     def _charge(self, state: State, events: list[Compacted], start: int) -> list[Compacted]:
@@ -84,23 +119,27 @@ class Compactor:
         return [replace(e, reprocessed=0) for e in events[:-1]] + [
             replace(events[-1], reprocessed=total)]
 
-    def by_request(self, state: State, level: int, reason: str, turn: int) -> Compacted | None:
-        """/compact (level 1) and /compact --drop (levels 1 then 2), whatever the
-        target, each as far as it goes: one event with the deepest level that changed
-        something, or None."""
-        before = self.measure.tokens(state.history)
+    def by_request(self, state: State, level: int, why: tuple[str, int],
+                   focus: str | None = None) -> Compacted | None:
+        """/compact (level 1) and /compact --drop (levels 1 then 2, the recap guided by
+        `focus`), whatever the target, each as far as it goes: one event with the
+        deepest level that changed something (the emergency drop when the model wrote
+        no recap), or None."""
+        (reason, turn), before = why, self.measure.tokens(state.history)
         start = self.measure.cost(state.history, state.sent)
         done = []
         for n in range(1, level + 1):
             best = min(self._measured(state, n), key=lambda o: o.tokens, default=None)
-            if best is not None:
-                done.append(self._apply(state, best, reason, turn))
+            event = self._apply(state, best, reason, turn, focus) if best else None
+            if best is not None and event is None:
+                event = self.emergency(state, turn)
+            done += [event] if event else []
         if not done:
             return None
         state.last_level = done[-1].level
         cost = self._charge(state, done, start)[-1].reprocessed
-        return Compacted(done[-1].level, reason, before, self.measure.tokens(state.history),
-                         turn, cost)
+        return replace(done[-1], tokens_before=before,
+                       tokens_after=self.measure.tokens(state.history), reprocessed=cost)
 
     def _measured(self, state: State, level: int) -> list[Option]:
         budget = self.gate.budget
@@ -124,14 +163,44 @@ class Compactor:
         cost = self.measure.cost(history, state.sent) + recap
         return Option(level, history, dropped, self.measure.calibration.apply(raw), cost)
 
-    def _apply(self, state: State, option: Option, reason: str, turn: int) -> Compacted:
+    def _apply(self, state: State, option: Option, reason: str, turn: int,
+               focus: str | None = None) -> Compacted | None:
+        """Make the chosen option the history; levels 2 and 3 with the model's recap of
+        what they drop (None, nothing changed, when it wrote none)."""
         history = option.history
         if option.level > 1:
-            history = replace(history, recap=self._recap(state.history, option.dropped),
-                              pinned=None)
-            history = replace(history, pinned=self._render(history))
+            recap = self.recaps.write(state.history, option.dropped, focus)
+            if recap is None:
+                return None
+            history = self._pinned(history, recap)
             state.scope = state.scope.rewritten()  # turn indexes moved
         return self.commit(state, history, option.level, (reason, turn))
+
+    def _pinned(self, history: History, recap: str) -> History:
+        history = replace(history, recap=recap, pinned=None)
+        return replace(history, pinned=self._render(history))
+
+    def emergency(self, state: State, turn: int) -> Compacted | None:
+        """The emergency drop (see the module docstring): the first of last turn whole,
+        last turn shrunk, no turn at all that reaches the target, else the smallest.
+        None when there is nothing left to drop."""
+        history = state.history
+        kept, dropped = passes.nuclear(history, 1)
+        everything = history.messages()
+        shapes = [(kept, dropped), (passes.shrink(kept, 0, self.measure.counter.message),
+                                    dropped), (kept.with_turns(()), everything)]
+        made = [self._pinned(h, self.recaps.marker(history, gone)) for h, gone in shapes
+                if h.turns != history.turns]
+        if not made:
+            return None
+        sizes = [self.measure.tokens(h, remember=False) for h in made]
+        fitting = [h for h, size in zip(made, sizes, strict=True) if self.gate.enough(size)]
+        chosen = fitting[0] if fitting else made[sizes.index(min(sizes))]
+        state.scope, state.last_level = state.scope.rewritten(), EMERGENCY_LEVEL
+        event = self.commit(state, chosen, EMERGENCY_LEVEL, (EMERGENCY, turn))
+        return replace(event, note=(
+            "Older turns were dropped without a recap to fit the window (no model call); "
+            f"the whole conversation stays in {self.recaps.transcript}."))
 
     def commit(self, state: State, history: History, level: int,
                why: tuple[str, int]) -> Compacted:

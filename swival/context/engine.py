@@ -5,7 +5,7 @@ summarizer — and replaces the history with what the passes return.
 
 The agent calls, in order, for every turn:
 
-    add_user(text)                    a request (add_note: a harness note instead)
+    add_user(text, extra)             a request (add_note: a harness note instead)
     prepare(turn) -> Prepared         the gate; exactly what to send
     record_usage(usage, prepared)     calibration; a cut prompt comes back as an overflow
     add_assistant(message)
@@ -15,7 +15,8 @@ The agent calls, in order, for every turn:
     end_turn(turn)                    between requests
 
 and `on_overflow(error, turn)` when the server rejects or cuts a prompt, `make_room`
-when a reply ran out of room in the window.
+when a reply ran out of room in the window. Between requests, `use_model` follows a
+switch of model (/model) and `set_tool_schemas` one of the tools offered (MCP, /plan).
 
 Prefix stability: between rewrites the history only grows at its end, the system prompt
 never changes, and the pinned block is rendered only at rewrites that drop turns. Notes
@@ -34,7 +35,7 @@ from swival.context.api import ContextSettings, ContextUsage, Extras, Prepared
 from swival.context.background import Background, Checkpoints
 from swival.context.budget import OUTPUT_FLOOR, Budget, exhausted_text
 from swival.context.calibration import Calibration, Reading
-from swival.context.compactor import Compactor, State
+from swival.context.compactor import Compactor, Recaps, State
 from swival.context.gate import Gate
 from swival.context.history import Facts, History
 from swival.context.knowledge import Knowledge
@@ -76,14 +77,15 @@ class ContextEngine:
         self._exact = extras.exact
         self._exactly: History | None = None  # the history last counted by the server
         self._measure = Measure(self.counter, self.calibration, self._view, tool_schemas)
-        self._compactor = Compactor(self._measure, self.gate, self._render, self._recap,
-                                    self._record)
-        self._restorer = Restorer(self._compactor, knowledge, self._render)
         self.redactor = extras.redactor or Redactor()
         self._on_transcript = extras.on_transcript
         self.session_id = extras.session_id or new_session_id()
         self.transcript_path = (state_dir / "sessions" / f"{self.session_id}.jsonl"
                                 if state_dir else None)
+        where = str(self.transcript_path or "no file (no state directory)")
+        self._compactor = Compactor(self._measure, self.gate, self._render,
+                                    Recaps(self._recap, self._marker, where), self._record)
+        self._restorer = Restorer(self._compactor, knowledge, self._render)
         self._transcript = self._open_transcript(self.transcript_path) if (
             self.transcript_path) else None
         self._checkpoints = Checkpoints(Background(self._checkpoint_recap), knowledge,
@@ -136,11 +138,14 @@ class ContextEngine:
         if self._transcript:
             self._transcript.message(message, meta)
 
-    def add_user(self, text: str) -> None:
-        """Append a request. One too big for the window is cut to a preview and saved."""
+    def add_user(self, text: str, extra: str = "") -> None:
+        """Append a request, with `extra` after it: what the harness adds (attached
+        files, notes), which the ledger does not record as part of the request. One too
+        big for the window is cut to a preview and saved."""
         self._ledger.record_user(text)
         limit = int(self.budget.input_budget * USER_SHARE)
-        content, _ = caps.cap_result(text, {"kind": "generic"}, limit, self.counter.text,
+        whole = f"{text}\n\n{extra}" if extra else text
+        content, _ = caps.cap_result(whole, {"kind": "generic"}, limit, self.counter.text,
                                      self._spill("request"))
         self.add_note(content)
 
@@ -239,9 +244,23 @@ class ContextEngine:
         return self._compactor.run(self._state, turn, "reply cut short by the window",
                                    self._state.last_level + 1)
 
-    def compact(self, level: int, reason: str, turn: int) -> Compacted | None:
-        """/compact (level 1) and /compact --drop (levels 1 then 2)."""
-        return self._compactor.by_request(self._state, level, reason, turn)
+    def compact(self, level: int, reason: str, turn: int,
+                focus: str | None = None) -> Compacted | None:
+        """/compact (level 1) and /compact --drop (levels 1 then 2, the recap guided by
+        `focus`: what the user wants it to keep). The ledger is kept either way."""
+        return self._compactor.by_request(self._state, level, (reason, turn), focus)
+
+    def use_model(self, window: int, summarize: Summarizer | None, turn: int
+                  ) -> list[Compacted]:
+        """Another model from now on (/model): budget on its `window`, count afresh (its
+        tokenizer differs), recap through `summarize`, and compact at once when the
+        conversation no longer fits; the compactions that took."""
+        self.summarize = summarize
+        self.settings = replace(self.settings, window=window)
+        self.gate.budget = replace(self.budget, window=window)
+        self.calibration.forget()
+        self._exactly = None
+        return self._compactor.due(self._state, turn, "model switched")
 
     def _render(self, history: History) -> Message | None:
         return pinned.render(self._ledger, self.knowledge.pinned_sections(), history,
@@ -254,15 +273,19 @@ class ContextEngine:
                         str(self.transcript_path or "the session transcript"),
                         self.budget.input_budget, self._compactor.recap_tokens())
 
-    def _recap(self, history: History, dropped: Sequence[Message]) -> str:
-        """A model recap merged with the previous one, else the checkpoint summaries
-        and a marker (summarize.fallback_recap)."""
+    def _recap(self, history: History, dropped: Sequence[Message],
+               focus: str | None) -> str | None:
+        """A model recap merged with the previous one; None when there is no model or
+        it wrote none (the compactor then drops without one)."""
         recapper = self._recapper()
-        text = recapper.recap(dropped, history.recap) if recapper else None
-        where = str(self.transcript_path or "no file (no state directory)")
-        return text or fallback_recap(history.recap, len(dropped),
-                                      self.knowledge.checkpoint_text(), where,
-                                      self._compactor.recap_tokens() * 6)
+        return recapper.recap(dropped, history.recap, focus) if recapper else None
+
+    def _marker(self, history: History, dropped: Sequence[Message]) -> str:
+        """A recap made without the model: the previous recap, the checkpoint summaries
+        and a marker naming the transcript (summarize.fallback_recap)."""
+        return fallback_recap(history.recap, len(dropped), self.knowledge.checkpoint_text(),
+                              self._compactor.recaps.transcript,
+                              self._compactor.recap_tokens() * 6)
 
     def _record(self, history: History, event: Compacted) -> None:
         if self._checkpoints:
@@ -286,8 +309,8 @@ class ContextEngine:
 
     def on_overflow(self, error: ContextOverflowError, turn: int) -> list[Compacted]:
         """The server rejected (or cut) the last prompt: adopt its figures, compact one
-        level deeper than last time, and let the agent retry. ContextExhausted when
-        there is nothing left to compact."""
+        level deeper than last time (past level 3, the emergency drop again), and let
+        the agent retry. ContextExhausted when there is nothing left to compact."""
         learned = error.window is not None and error.window < self.budget.window
         if learned and error.window is not None:
             self.gate.budget = replace(self.budget, window=error.window)
@@ -303,6 +326,8 @@ class ContextEngine:
             self.calibration.jump(assumed, raw)
         events = self._compactor.run(self._state, turn, "server reported overflow",
                                      self._state.last_level + 1)
+        if not events:  # past level 3: the server's word outweighs our estimate
+            events = [e for e in [self._compactor.emergency(self._state, turn)] if e]
         if not events:
             raise ContextExhausted(self._exhausted_text(self.estimate()))
         return events
@@ -382,7 +407,7 @@ class ContextEngine:
             compactions=self._state.compactions, reprocessed=self._state.reprocessed)
 
     def set_tool_schemas(self, schemas: Sequence[Mapping[str, Any]]) -> int:
-        """The tool list changed (MCP servers settled, /mcp). The schemas are counted from
+        """The tool list changed (MCP servers settled, /mcp, /plan). The schemas are counted from
         now on; since they come first in the prompt, the next request makes the server
         compute the whole prompt again: returns those tokens (0 before the first request)
         and adds them to the re-processing count that /context shows."""

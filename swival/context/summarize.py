@@ -59,11 +59,17 @@ class Recapper:
     request_tokens: int
     recap_tokens: int
 
-    def instructions(self) -> str:
+    def instructions(self, focus: str | None = None) -> str:
+        """The recap prompt; `focus` is what the user asked it to keep in particular."""
         words = max(80, int(self.recap_tokens * 0.7))
         template = prompts.load("summary")
-        return template.replace("{max_words}", str(words)).replace("{transcript}",
+        text = template.replace("{max_words}", str(words)).replace("{transcript}",
                                                                    self.transcript)
+        if focus:
+            text += (f"\n\nThe user gave this recap a focus: {focus}\nGive that the most "
+                     "room, with every detail the messages hold about it; keep the rest "
+                     "short.")
+        return text
 
     def _chunks(self, entries: list[str], room: int) -> list[str]:
         chunks: list[list[str]] = [[]]
@@ -86,9 +92,11 @@ class Recapper:
                         + texts[0])
         return texts
 
-    def recap(self, messages: Sequence[Message], previous: str | None) -> str | None:
-        """A recap merging `previous` with `messages`, or None when the model failed."""
-        instructions = self.instructions()
+    def recap(self, messages: Sequence[Message], previous: str | None,
+              focus: str | None = None) -> str | None:
+        """A recap merging `previous` with `messages` (guided by `focus`), or None when
+        the model failed."""
+        instructions = self.instructions(focus)
         fixed = self.count(instructions) + 2 * self.recap_tokens + REQUEST_OVERHEAD
         room = max(200, self.request_tokens - fixed)
         current = previous

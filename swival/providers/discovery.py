@@ -250,3 +250,74 @@ def ollama_trained_max(server: Server, model: str) -> int | None:
         return _ollama_limits(_ollama_show(server, model))[1]
     except (ProbeError, ModelNotFound):
         return None
+
+
+# ----- listing what a server offers (/model) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One model a server offers. `state`: "loaded" (LM Studio), "running" (Ollama),
+    "served" (llama.cpp), "downloaded" (LM Studio, not loaded), "installed" (Ollama, not
+    running) or "listed" (any other server). `window` is the context it runs with, where
+    the server says; `limit` the most it can be loaded with, where known."""
+
+    name: str
+    state: str
+    window: int | None = None
+    limit: int | None = None
+
+
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
+
+
+def _lmstudio_choices(server: Server) -> list[ModelChoice]:
+    """LM Studio's models (v1 API, else v0): each loaded instance, then the rest."""
+    try:
+        data = server.get("/api/v1/models")
+        entries = [e for e in data.get("models", []) if "embed" not in str(e.get("type"))]
+        out = [ModelChoice(str(inst.get("id") or e.get("key")), "loaded",
+                           _number((inst.get("config") or {}).get("context_length")),
+                           _number(e.get("max_context_length")))
+               for e in entries for inst in e.get("loaded_instances") or ()]
+        return out + [ModelChoice(str(e.get("key")), "downloaded", None,
+                                  _number(e.get("max_context_length")))
+                      for e in entries if not e.get("loaded_instances")]
+    except ProbeError as exc:
+        if exc.unreachable:
+            raise
+    data = server.get("/api/v0/models")
+    return [ModelChoice(str(e.get("id")), "loaded" if e.get("state") == "loaded" else
+                        "downloaded", _number(e.get("loaded_context_length")),
+                        _number(e.get("max_context_length")))
+            for e in data.get("data", []) if "embed" not in str(e.get("type"))]
+
+
+def _ollama_choices(server: Server) -> list[ModelChoice]:
+    """Ollama's installed models, the running ones marked with their context length."""
+    running = {_ollama_name(str(m.get("name") or m.get("model"))): m
+               for m in server.get("/api/ps").get("models", [])}
+    out = []
+    for name in _ollama_installed(server):
+        entry = running.get(_ollama_name(name))
+        out.append(ModelChoice(name, "running", _number(entry.get("context_length")))
+                   if entry is not None else ModelChoice(name, "installed"))
+    return out
+
+
+def list_models(kind: str, server: Server) -> list[ModelChoice]:
+    """The models `server` (a `kind` server) offers, for /model. Raises ProbeError when it
+    does not answer, or answers in a shape this kind of server does not use."""
+    try:
+        if kind == "lmstudio":
+            return _lmstudio_choices(server)
+        if kind == "ollama":
+            return _ollama_choices(server)
+        if kind == "llamacpp":
+            found = discover_llamacpp(server, None)
+            return [ModelChoice(found.model, "served", found.window.tokens)]
+        return [ModelChoice(name, "listed") for name in _openai_models(server)]
+    except (AttributeError, TypeError, KeyError) as exc:
+        raise ProbeError(server.root, 200, f"an unexpected reply ({exc})") from None

@@ -16,6 +16,7 @@ keys such as `openai/gpt-oss-20b` use it too.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from swival.config import Settings, selects_hosted
@@ -23,11 +24,13 @@ from swival.errors import ProviderError, ProviderUnreachable, UsageError
 from swival.providers.base import Provider, ProviderInfo, WindowInfo
 from swival.providers.discovery import (
     Discovered,
+    ModelChoice,
     Server,
     discover_generic,
     discover_llamacpp,
     discover_lmstudio,
     discover_ollama,
+    list_models,
 )
 from swival.providers.hosted import CallConfig, HostedProvider, hosted_window
 from swival.providers.http import ProbeError
@@ -89,16 +92,27 @@ def _hosted(settings: Settings, policy: RetryPolicy) -> Provider:
     return HostedProvider(info, policy, call)
 
 
+def _probe_failure(kind: str, exc: ProbeError, shown_url: str) -> ProviderError:
+    if exc.unreachable:
+        return ProviderUnreachable(unreachable_message(kind, shown_url))
+    return ProviderError(
+        f"{exc.url} answered, but not as a {kind} server does ({exc.detail[:200]}). Check "
+        "--provider and --base-url."
+    )
+
+
 def _discover(kind: str, server: Server, model: str | None, shown_url: str) -> Discovered:
     try:
         return _DISCOVER[kind](server, model)
     except ProbeError as exc:
-        if exc.unreachable:
-            raise ProviderUnreachable(unreachable_message(kind, shown_url)) from None
-        raise ProviderError(
-            f"{exc.url} answered, but not as a {kind} server does ({exc.detail[:200]}). Check "
-            "--provider and --base-url."
-        ) from None
+        raise _probe_failure(kind, exc, shown_url) from None
+
+
+def _server(settings: Settings) -> tuple[Server, str]:
+    """Where a local server is, and the URL to show for it."""
+    kind = settings.provider
+    root, api_base = split_base_url(settings.base_url or DEFAULT_URLS[kind])
+    return Server(root, api_base, settings.api_key), api_base if kind == "generic" else root
 
 
 def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
@@ -118,19 +132,45 @@ def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
             "hosted litellm model string such as --model openrouter/qwen/qwen-2.5-coder-32b-"
             "instruct with OPENROUTER_API_KEY set."
         )
-    root, api_base = split_base_url(settings.base_url or DEFAULT_URLS[kind])
-    shown = api_base if kind == "generic" else root
-    found = _discover(kind, Server(root, api_base, settings.api_key), settings.model, shown)
+    server, shown = _server(settings)
+    found = _discover(kind, server, settings.model, shown)
     window = _configured_window(settings, found.window)
     info = ProviderInfo(kind, shown, found.model, window, found.model_source)
     limits = Limits(first=settings.request_timeout, idle=settings.idle_timeout)
     if kind == "ollama":
-        channel = HttpChannel(root, limits, settings.api_key)
+        channel = HttpChannel(server.root, limits, settings.api_key)
         return OllamaProvider(info, policy, channel, window.budget_tokens)
-    provider = OpenAICompatProvider(info, policy, HttpChannel(api_base, limits, settings.api_key))
+    provider = OpenAICompatProvider(info, policy,
+                                    HttpChannel(server.api_base, limits, settings.api_key))
     if kind == "llamacpp":  # its template and tokenizer endpoints give exact counts
-        provider.exact = ExactCounter(root, settings.api_key)
+        provider.exact = ExactCounter(server.root, settings.api_key)
     return provider
+
+
+@dataclass(frozen=True)
+class Connector:
+    """The settings a session connected with, kept so /model can list the server's models
+    and connect to another of them."""
+
+    settings: Settings
+
+    def connect(self, model: str) -> Provider:
+        """A provider for `model` on the same server, its window detected afresh (a
+        configured `max_context_tokens` still applies). Raises like `connect`; an
+        Ollama provider sends the new window as its one fixed `num_ctx`."""
+        return connect(replace(self.settings, model=model))
+
+    def models(self) -> list[ModelChoice] | None:
+        """What the server offers; None for a hosted provider, which is not listed."""
+        if hosted_model(self.settings):
+            return None
+        if self.settings.base_url is None and self.settings.provider not in DEFAULT_URLS:
+            return None  # a generic provider without a URL never connected
+        server, shown = _server(self.settings)
+        try:
+            return list_models(self.settings.provider, server)
+        except ProbeError as exc:
+            raise _probe_failure(self.settings.provider, exc, shown) from None
 
 
 def warm_up(provider: Provider) -> None:

@@ -1,11 +1,14 @@
 """Asking the person before an action outside the command policy: a fetch, an MCP tool
-call. One `Approvals` per session; the front end plugs in how to ask.
+call, a file edit (with `--edits ask`). One `Approvals` per session; the front end plugs
+in how to ask.
 
-The question is `confirm(action, scopes)`: `action` says what will happen ("Fetch
+The question is `confirm(action, scopes, detail)`: `action` says what will happen ("Fetch
 https://docs.python.org/3/"), `scopes` what an "always" answer may cover, narrowest first
-(("docs.python.org",), or an MCP tool and then its whole server). The reply is "once",
-"deny", or the scope the person chose to allow always. An "always" is remembered for the
-rest of the session per (kind, scope), so a fetch approval never approves anything else.
+(("docs.python.org",), an MCP tool and then its whole server, or a file and then every
+file), and `detail` what to show before asking (an edit's diff; often empty). The reply
+is "once", "deny", or the member of `scopes` the person chose to allow always. An
+"always" is remembered for the rest of the session per (kind, scope), so a fetch
+approval never approves anything else.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Answer = Literal["once", "always", "deny"]
-# (action, scopes) -> "once", "deny", or the member of `scopes` to allow always
-Confirm = Callable[[str, tuple[str, ...]], str]
+# (action, scopes, detail) -> "once", "deny", or the member of `scopes` to allow always
+Confirm = Callable[[str, tuple[str, ...], str], str]
 
 
 @dataclass
@@ -27,17 +30,47 @@ class Approvals:
     confirm: Confirm | None = None
     granted: set[tuple[str, str]] = field(default_factory=set)
 
-    def ask(self, kind: str, action: str, *scopes: str) -> Answer | None:
-        """The person's answer, "always" at once when one of `scopes` was granted
-        before, or None when there is nobody to ask."""
+    def ask(self, kind: str, action: str, *scopes: str, detail: str = "") -> Answer | None:
+        """The person's answer: "always" at once when one of `scopes` was granted before,
+        None when there is nobody to ask."""
         if any((kind, scope) in self.granted for scope in scopes):
             return "always"
         if self.confirm is None:
             return None
-        reply = self.confirm(action, scopes)
+        reply = self.confirm(action, scopes, detail)
         if reply == "once":
             return "once"
         if reply != "deny" and reply in scopes:
             self.granted.add((kind, reply))
             return "always"
         return "deny"
+
+
+EDIT_MODES = ("auto", "ask")
+EVERY_FILE = "every file"  # the wider scope an edit approval offers
+
+
+@dataclass
+class EditPolicy:
+    """Whether write_file and edit_file may change a file (`ToolContext.approve_edit`):
+    "auto" always; "ask" once the person saw the diff and said yes (once, always for that
+    file, or always for every file). With nobody to ask, "ask" refuses."""
+
+    mode: str = "auto"
+    approvals: Approvals = field(default_factory=Approvals)
+
+    def approve(self, name: str, diff: str, new: bool) -> str | None:
+        """None to allow writing `name` (the change shown as `diff`), else why not, worded
+        for the model."""
+        if self.mode == "auto":
+            return None
+        action = f"{'Create' if new else 'Change'} {name}"
+        answer = self.approvals.ask("edit", action, name, EVERY_FILE, detail=diff)
+        if answer is None:
+            return (f"{name} was left unchanged: this session asks the user before each "
+                    "file edit (--edits ask) and nobody is here to approve it. Tell the user "
+                    "the change you would make; they can run again with --edits auto.")
+        if answer == "deny":
+            return (f"the user declined this change to {name}; the file was left unchanged. "
+                    "Ask them what they want instead, or continue without it.")
+        return None

@@ -12,6 +12,7 @@ from swival.redaction import Redactor
 from swival.state import STATE_DIR, spill_folder
 from swival.tools.fetch_policy import FetchPolicy, Network
 from swival.tools.sandbox import Mounts, Sandbox
+from swival.tools.undo import UndoJournal
 
 
 class ToolError(Exception):
@@ -41,6 +42,9 @@ class ToolSpec:
 
 # Asked before a command runs: returns None to allow it, or the reason it was refused.
 Approver = Callable[[str], str | None]
+# Asked before a file is written, with its name (as shown), the diff and whether it is
+# new: None to allow it, or the reason it was refused (see approval.EditPolicy).
+EditApprover = Callable[[str, str, bool], str | None]
 
 
 @dataclass
@@ -51,7 +55,9 @@ class ToolContext:
     ask); `network` None means the real resolver and sockets. `sandbox` confines commands
     (default: not sandboxed, secrets still kept out of their environment). `redactor`
     hides the session's secrets in what tools write and show, and puts them back when the
-    model writes a file that held them. `session_id` names the spill folder."""
+    model writes a file that held them. `session_id` names the spill folder.
+    `approve_edit` is asked before every write (default: allowed); `undo` keeps what each
+    write replaced, for /undo (None: nothing is kept)."""
 
     root: Path
     extra_dirs: tuple[Path, ...] = ()
@@ -64,6 +70,8 @@ class ToolContext:
     sandbox: Sandbox = field(default_factory=Sandbox)
     redactor: Redactor = field(default_factory=Redactor)
     session_id: str = "session"
+    approve_edit: EditApprover = field(default=lambda _name, _diff, _new: None)
+    undo: UndoJournal | None = None
 
     @property
     def spill_dir(self) -> Path:

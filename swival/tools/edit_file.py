@@ -10,16 +10,13 @@ from swival.messages import ToolResult
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.deadline import Deadline
 from swival.tools.files import (
-    atomic_write,
-    capped_diff,
     check_fresh,
     check_regular,
+    commit,
     count_text_lines,
     plural,
     read_text,
-    remember,
     write_back,
-    write_failure,
 )
 from swival.tools.workspace import display, resolve_write
 
@@ -80,18 +77,14 @@ class EditFile:
         updated = text.replace(old, new)
         updated = updated.replace("\n", "\r\n") if crlf else updated
         result, note = write_back(ctx, path, original, updated)
-        try:
-            atomic_write(path, result)
-        except OSError as exc:
-            raise write_failure(ctx, path, exc) from exc
-        remember(ctx, path)
+        _, diff = commit(ctx, path, original, result)
         lines = count_text_lines(result)
         where = f"at line {first_line}" if count == 1 else f"{count} replacements"
         meta = {
             "kind": "edit",
             "path": name,
             "changed": [[name, "modified"]],
-            "diff": capped_diff(view, ctx.redactor.redact(result), name),
+            "diff": diff,
             "lines": lines,
         }
         return ToolResult(f"Edited {name} ({where}; now {plural(lines, 'line')}).{note}",

@@ -1,9 +1,11 @@
 """Safe writes shared by write_file and edit_file.
 
+- Approved: the session's edit policy sees the diff first (`--edits ask` asks the person).
+- Undoable: what the write replaces is kept for /undo (swival/tools/undo.py).
 - Atomic: the new content goes to a temporary file in the same directory, is flushed to
   disk, then renamed over the target, so a crash leaves the old file or the new one,
-  never half of each. The original permission bits are kept; new files get 0666 minus
-  the umask, as any editor would create them.
+  never half of each (swival/tools/atomic.py). The original permission bits are kept;
+  new files get 0666 minus the umask, as any editor would create them.
 - Stale-read guard: an existing file may only be replaced when the model read it in
   this session and it has not changed on disk since (same mtime_ns and size).
 - Secrets survive: the model only ever saw a secret's marker (`[redacted:NAME]`), so
@@ -13,17 +15,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import os
 import re
-import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from pathlib import Path
 
 from swival.redaction import MARKER_START, marker
+from swival.tools.atomic import atomic_write
 from swival.tools.base import ToolContext, ToolError
 from swival.tools.output import looks_binary
 from swival.tools.regular import NotRegularFile, not_regular_message, open_regular, special_kind
@@ -87,43 +86,6 @@ def read_text(ctx: ToolContext, path: Path) -> str:
         raise ToolError(
             f"{name} is not valid UTF-8 (byte {exc.start}); it cannot be edited as text."
         ) from exc
-
-
-def _umask() -> int:
-    # Read without changing it where Linux allows; the fallback sets and restores it.
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: Path, text: str) -> bool:
-    """Write `text` (UTF-8) to `path` atomically; return True if the file was created.
-
-    Parent directories are created. On any failure the temporary file is removed and
-    the original file is left untouched.
-    """
-    created = not path.exists()
-    mode = 0o666 & ~_umask() if created else stat.S_IMODE(path.stat().st_mode)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as tmp:
-            tmp.write(text.encode("utf-8"))
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-    return created
 
 
 def capped_diff(old: str, new: str, name: str, cap: int = DIFF_CAP) -> str:
@@ -198,6 +160,32 @@ def write_failure(ctx: ToolContext, path: Path, exc: OSError) -> ToolError:
     return ToolError(
         f"could not write {display(ctx, path)}: {reason}. The file was left unchanged."
     )
+
+
+def commit(ctx: ToolContext, path: Path, original: str | None, text: str) -> tuple[bool, str]:
+    """Replace `original` (None: a new file) at `path` by `text`, once the edit policy
+    allows it (it sees the diff), keeping the old content for /undo, atomically; then
+    record the file as read. Returns (created, the diff as the model may see it). Raises
+    ToolError, file unchanged, when refused or when the copy or the write fails."""
+    name, redact = display(ctx, path), ctx.redactor.redact
+    diff = capped_diff(redact(original or ""), redact(text), name)
+    refusal = ctx.approve_edit(name, diff, original is None)
+    if refusal:
+        raise ToolError(refusal)
+    if ctx.undo is not None:
+        try:
+            ctx.undo.keep(path, name)
+        except OSError as exc:
+            raise ToolError(f"could not keep a copy of {name} for /undo "
+                            f"({exc.strerror or exc}), so it was left unchanged.") from None
+    try:
+        created = atomic_write(path, text)
+    except OSError as exc:
+        raise write_failure(ctx, path, exc) from exc
+    if ctx.undo is not None:
+        ctx.undo.wrote(path, text.encode("utf-8"))
+    remember(ctx, path)
+    return created, diff
 
 
 def write_back(ctx: ToolContext, path: Path, original: str | None, view: str,

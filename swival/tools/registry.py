@@ -53,21 +53,28 @@ def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str |
 
 
 class ToolRegistry:
-    """Holds the tools, their schemas, and the repeated-call guard for one session."""
+    """Holds the tools, their schemas, and the repeated-call guard for one session. In
+    `read_only` mode only the tools that cannot change anything are offered and run."""
 
-    def __init__(self, tools: Iterable[Tool]) -> None:
+    def __init__(self, tools: Iterable[Tool], *, read_only: bool = False) -> None:
         self._tools: dict[str, Tool] = {t.spec.name: t for t in tools}
         self._recent: deque[str] = deque(maxlen=REPEAT_WINDOW)
+        self.read_only = read_only
 
     @property
     def names(self) -> list[str]:
-        return list(self._tools)
+        """The tools offered now."""
+        return [name for name, tool in self._tools.items() if self._offered(tool)]
+
+    def _offered(self, tool: Tool) -> bool:
+        return tool.read_only or not self.read_only
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [t.spec.schema() for t in self._tools.values()]
+        """The schemas of the tools offered now, in a fixed order."""
+        return [t.spec.schema() for t in self._tools.values() if self._offered(t)]
 
     def is_read_only(self, name: str) -> bool:
         tool = self._tools.get(name)
@@ -91,9 +98,14 @@ class ToolRegistry:
             hint = f" Did you mean `{close[0]}`?" if close else ""
             return ToolResult(
                 f"error: there is no tool named `{call.name}`.{hint} "
-                f"Available tools: {', '.join(self._tools)}.",
+                f"Available tools: {', '.join(self.names)}.",
                 is_error=True,
             )
+        if not self._offered(tool):
+            return ToolResult(
+                f"error: {call.name} is not available: this session is read-only (plan mode), "
+                f"so only these tools run: {', '.join(self.names)}. Describe the change you "
+                "would make instead; the user can leave plan mode with /plan.", is_error=True)
         if call.arguments_error:
             return ToolResult(f"error: {call.arguments_error}", is_error=True)
         problem = check_arguments(tool.spec.parameters, call.arguments)

@@ -5,7 +5,8 @@ followed) and only then compared with the allowed roots, so no spelling of a pat
 no symlink can lead a tool outside them. Read/write roots are the project root and
 `ctx.extra_dirs`; `ctx.read_only_dirs` may only be read. Nothing inside a `.git`
 directory may be written, nor anything inside `.swival` (the harness's own state:
-transcripts, the session's saved outputs, which the model may read but not forge).
+transcripts, the session's saved outputs, which the model may read but not forge), and
+`.swival/undo` (the unredacted copies /undo restores) is not even read.
 
 The check happens just before the file is opened; a symlink swapped in between the
 check and the open by another process is outside what this guards against.
@@ -17,7 +18,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from swival.state import STATE_DIR
+from swival.state import STATE_DIR, UNDO
 from swival.tools.base import ToolContext, ToolError
 
 FORBIDDEN_WRITE_PARTS = frozenset({".git"})
@@ -75,13 +76,19 @@ def _resolve(ctx: ToolContext, raw: str) -> Path:
 
 
 def resolve_read(ctx: ToolContext, raw: str) -> Path:
-    """Resolve a path the model gave for reading; raise ToolError if it leads outside."""
+    """Resolve a path the model gave for reading; raise ToolError if it leads outside, or
+    into `.swival/undo` (the unredacted copies /undo restores are never shown)."""
     resolved = _resolve(ctx, raw)
     if containing_root(ctx, resolved) is None:
         raise ToolError(
             f"{raw} resolves to {resolved}, which is outside the workspace. "
             f"Allowed: {describe_roots(ctx)}."
         )
+    undo = (ctx.root / STATE_DIR / UNDO).resolve()
+    if resolved == undo or resolved.is_relative_to(undo):
+        raise ToolError(
+            f"{raw} is inside {STATE_DIR}/{UNDO}/, where Swival keeps copies of files for the "
+            "user's /undo; tools cannot read it. Read the project's files instead.")
     return resolved
 
 

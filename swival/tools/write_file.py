@@ -8,16 +8,13 @@ from typing import Any
 from swival.messages import ToolResult
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.files import (
-    atomic_write,
-    capped_diff,
     check_fresh,
     check_regular,
+    commit,
     count_text_lines,
     plural,
     read_text,
-    remember,
     write_back,
-    write_failure,
 )
 from swival.tools.workspace import display, resolve_write
 
@@ -52,20 +49,15 @@ class WriteFile:
             check_fresh(ctx, path)
             old = read_text(ctx, path)
         text, note = write_back(ctx, path, old, content)
-        try:
-            created = atomic_write(path, text)
-        except OSError as exc:
-            raise write_failure(ctx, path, exc) from exc
-        remember(ctx, path)
+        created, diff = commit(ctx, path, old, text)
         lines = count_text_lines(text)
         status = "created" if created else "modified"
         verb = "Created" if created else "Wrote"
-        redact = ctx.redactor.redact
         meta = {
             "kind": "write",
             "path": name,
             "changed": [[name, status]],
-            "diff": capped_diff(redact(old or ""), redact(text), name),
+            "diff": diff,
             "lines": lines,
         }
         return ToolResult(f"{verb} {name} ({plural(lines, 'line')}).{note}", meta=meta)

@@ -1,0 +1,118 @@
+"""Slash commands as plain functions: each takes the agent and its arguments and returns a
+`CommandReply` (text, an optional table, events) that the REPL renders. Nothing here prints.
+
+    /compact [--drop] [focus]   /save [label]     /restore [--force]   /unsave   /clear
+    /model [name]               /undo [--force]   /plan   /context   /todo   /sessions
+    /mcp [restart|refresh]      /help             /exit
+
+`context.py` holds the commands about the context, `session.py` those about the session
+(models, undo, plan mode, saved sessions); this module the table, /help and dispatch.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+from swival.agent import Agent
+from swival.commands.context import (
+    cmd_clear,
+    cmd_compact,
+    cmd_context,
+    cmd_restore,
+    cmd_save,
+    cmd_todo,
+    cmd_unsave,
+)
+from swival.commands.reply import Command, CommandReply, error
+from swival.commands.session import (
+    MCP_USAGE,
+    cmd_mcp,
+    cmd_model,
+    cmd_plan,
+    cmd_sessions,
+    cmd_undo,
+)
+
+__all__ = ["COMMANDS", "Command", "CommandReply", "dispatch", "is_command", "suggest"]
+
+
+def cmd_help(agent: Agent, args: Sequence[str]) -> CommandReply:
+    rows = tuple((c.usage, c.help) for c in COMMANDS)
+    keys = "\n".join((
+        "Keys:",
+        "  Enter                      send",
+        "  Esc then Enter, Alt-Enter  insert a newline (pasted text stays one message)",
+        "  Up/Down, Ctrl-R            previous requests, search them",
+        "  Tab                        complete commands, their flags, model names and file",
+        "                             paths (after @ too)",
+        "  @path in a request         attach that file or directory",
+        "  Ctrl-C                     cancel the running turn, or clear the line",
+        "  Ctrl-D, /exit              leave",
+    ))
+    return CommandReply("Commands:", headers=("command", "what it does"), rows=rows, footer=keys)
+
+
+def cmd_exit(agent: Agent, args: Sequence[str]) -> CommandReply:
+    return CommandReply("Bye.", exit=True)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("compact", "/compact [--drop] [focus]", "Shrink old tool results (level 1); "
+            "--drop also replaces low-value turns by a recap (level 2), which focus text "
+            "guides. Reports tokens saved.", cmd_compact, ("--drop",)),
+    Command("save", "/save [label]", "Set a checkpoint here (like the snapshot tool).",
+            cmd_save),
+    Command("restore", "/restore [--force]", "Have the model summarize everything since the "
+            "checkpoint and replace it by that summary. --force if files changed since.",
+            cmd_restore, ("--force",)),
+    Command("unsave", "/unsave", "Cancel the checkpoint.", cmd_unsave),
+    Command("clear", "/clear", "Start over: drop the conversation, thinking, todos, snapshots, "
+            "ledger and file tracking.", cmd_clear),
+    Command("model", "/model [name]", "List the server's models, or switch to one (its "
+            "window detected afresh).", cmd_model),
+    Command("undo", "/undo [--force]", "Revert the file edits of the last request (tool "
+            "edits only); repeat to go further back. --force if files changed since.",
+            cmd_undo, ("--force",)),
+    Command("plan", "/plan", "Toggle plan mode: only tools that change nothing.", cmd_plan),
+    Command("context", "/context", "Show context use by category and the compaction "
+            "thresholds.", cmd_context),
+    Command("todo", "/todo", "Show the model's todo list.", cmd_todo),
+    Command("sessions", "/sessions", "List this project's saved sessions.", cmd_sessions),
+    Command("mcp", MCP_USAGE, "List the MCP servers (state, tools, schema tokens); restart "
+            "them or list their tools again.", cmd_mcp, ("restart", "refresh")),
+    Command("help", "/help", "List commands and keys.", cmd_help),
+    Command("exit", "/exit", "Leave (also Ctrl-D).", cmd_exit),
+)
+COMMANDS_BY_NAME = {c.name: c for c in COMMANDS}
+ALIASES = {"quit": "exit", "q": "exit", "?": "help"}
+
+
+def is_command(line: str) -> bool:
+    """A line is a command when it starts with '/' followed by a name (not a path like /etc/x)."""
+    head = line.strip().split(maxsplit=1)[0] if line.strip() else ""
+    return head.startswith("/") and "/" not in head[1:]
+
+
+def suggest(name: str) -> str | None:
+    """The command meant by a mistyped name: a unique prefix, else the closest spelling."""
+    names = [c.name for c in COMMANDS]
+    prefixed = [n for n in names if n.startswith(name)] if name else []
+    if len(prefixed) == 1:
+        return prefixed[0]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
+def dispatch(line: str, agent: Agent) -> CommandReply:
+    """Run one slash command line. Unknown names get a did-you-mean. A command that cannot
+    run now says why in its reply; infrastructure failures raise SwivalError."""
+    words = line.strip().split()
+    name = words[0][1:].lower() if words else ""
+    name = ALIASES.get(name, name) or "help"
+    command = COMMANDS_BY_NAME.get(name)
+    if command is None:
+        hint = suggest(name)
+        tip = f" Did you mean /{hint}?" if hint else ""
+        return error(f"Unknown command /{name}.{tip} Type /help for the list.")
+    return command.run(agent, words[1:])

@@ -1,0 +1,217 @@
+"""The commands about the session: /model, /undo, /plan, /mcp, /sessions."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from swival.agent import Agent
+from swival.commands.context import compaction_text
+from swival.commands.reply import CommandReply, error, parse_flags
+from swival.config import user_state_dir
+from swival.providers.base import ProviderInfo
+from swival.providers.factory import Connector
+from swival.state import SessionIndex, sessions_dir
+from swival.tools.undo import UndoRefused
+
+MCP_USAGE = "/mcp [restart [NAME...] | refresh]"
+UNDO_SCOPE = ("/undo covers edits by write_file and edit_file only; files changed by commands "
+              "are not tracked.")
+
+
+def cmd_undo(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """Revert the file edits (write_file, edit_file) of the newest request not yet undone;
+    refused when a file changed since, unless --force. The model is told with the next
+    request."""
+    flags = parse_flags(args, ("--force",), "/undo [--force]")
+    if isinstance(flags, CommandReply):
+        return flags
+    journal = agent.tool_ctx.undo
+    outcome = journal.undo(force="--force" in flags) if journal is not None else None
+    if outcome is None:
+        return CommandReply("Nothing to undo: no file edit by write_file or edit_file in this "
+                            f"session is left to revert. {UNDO_SCOPE}", level="warning")
+    if isinstance(outcome, UndoRefused):
+        them = "it" if len(outcome.changed) == 1 else "them"
+        return CommandReply(
+            f"Nothing was undone: {', '.join(outcome.changed)} changed on disk since the agent "
+            f"wrote {them} (by you, a command or another program), and undoing would lose "
+            f"that change. `/undo --force` restores {them} anyway.", level="warning")
+    what = "; ".join(part for part in (
+        f"restored {', '.join(outcome.restored)}" if outcome.restored else "",
+        f"removed {', '.join(outcome.removed)} (created by it)" if outcome.removed else "")
+        if part)
+    agent.note(f"[The user ran /undo: the file edits of the request \"{outcome.label}\" were "
+               f"reverted ({what or 'nothing could be restored'}). Changes made by commands "
+               "were not reverted. Read a file again before editing it.]")
+    lines = [f"Undid the file edits of \"{outcome.label}\": {what or 'nothing restored'}.",
+             UNDO_SCOPE]
+    if outcome.overwritten:
+        lines.append(f"Your later changes to {', '.join(outcome.overwritten)} were "
+                     "overwritten (--force).")
+    if outcome.failed:
+        lines.append(f"Could not restore {'; '.join(outcome.failed)}. /undo tries again.")
+    if outcome.remaining:
+        lines.append(f"{outcome.remaining} earlier request(s) can still be undone.")
+    return CommandReply("\n".join(lines), level="warning" if outcome.failed else "info")
+
+
+def _window(info: ProviderInfo) -> str:
+    return f"window {info.window.describe()}"
+
+
+def cmd_model(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """Without a name, the models the server offers; with one, switch to it for the rest
+    of the session (the window detected afresh, the conversation compacted if it no
+    longer fits)."""
+    connector, info = agent.config.connector, agent.provider.info
+    if len(args) > 1:
+        return error("Give one model name. Usage: /model [name]")
+    if connector is None:
+        return error(f"This session cannot switch models (using {info.model}, "
+                      f"{_window(info)}).")
+    if not args:
+        return _model_list(agent, connector)
+    wanted = args[0]
+    offered = connector.models()
+    names = [choice.name for choice in offered or ()]
+    if offered is not None and wanted not in names and f"{wanted}:latest" not in names:
+        close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.5)
+        tip = f" Did you mean {close[0]}?" if close else ""
+        return error(f"{info.base_url} offers no model named {wanted!r}.{tip} /model lists "
+                      "what it offers.")
+    provider = connector.connect(wanted)
+    before = info.window.budget_tokens
+    events = tuple(agent.use_provider(provider))
+    new = provider.info
+    if new.model == info.model and new.window == info.window:
+        return CommandReply(f"Still using {new.model}, {_window(new)}.")
+    lines = [f"Now using {new.model}, {_window(new)}."]
+    if new.model != info.model:
+        lines.append("The server processes the whole conversation again on the next request "
+                     "(what it cached was for the previous model).")
+    elif new.window.budget_tokens != before:
+        lines.append(f"The window changed from {before} tokens.")
+    if new.provider == "ollama":
+        lines.append(f"Ollama gets num_ctx {new.window.budget_tokens} with every request "
+                     "from now on.")
+    lines += [f"The conversation no longer fit the new window: {compaction_text(e)}"
+              for e in events]
+    return CommandReply("\n".join(lines), level="warning" if events else "info",
+                        events=events)
+
+
+def _model_list(agent: Agent, connector: Connector) -> CommandReply:
+    info = agent.provider.info
+    offered = connector.models()
+    current = f"Using {info.model}, {_window(info)}."
+    if offered is None:
+        return CommandReply(f"{current} A hosted provider's models are not listed here; "
+                            "/model NAME switches to another (a litellm model string).")
+    if not offered:
+        return CommandReply(f"{current} {info.base_url} lists no models.")
+    rows = tuple((choice.name + (" (current)" if choice.name == info.model else ""),
+                  choice.state, str(choice.window) if choice.window else
+                  f"up to {choice.limit}" if choice.limit else "unknown")
+                 for choice in offered)
+    return CommandReply(f"Models on {info.provider} {info.base_url}:",
+                        headers=("model", "state", "window"), rows=rows,
+                        footer=f"{current} /model NAME switches for the rest of the session "
+                               "(Tab completes names).")
+
+
+def cmd_plan(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """Toggle plan mode (read-only tools only)."""
+    on = not agent.tools.read_only
+    agent.set_read_only(on)
+    again = ("The tool list changed, so the server processes the whole prompt again on the "
+             "next request (tool schemas come first).")
+    if on:
+        return CommandReply(f"Plan mode on: the model only gets tools that change nothing "
+                            f"({', '.join(agent.tools.names)}) and is told so with your next "
+                            f"request. /plan again gives the others back. {again}")
+    return CommandReply(f"Plan mode off: the model can edit files and run commands again (as "
+                        f"the approval settings allow). {again}")
+
+
+def session_rows(folder: Path, ids: Sequence[str], current: str | None,
+                 ) -> list[tuple[str, ...]]:
+    """One row per session in `ids` (transcripts in `folder`), newest first: id, last
+    active, messages, first request."""
+    rows: list[tuple[str, ...]] = []
+    for path in (folder / f"{sid}.jsonl" for sid in sorted(ids, reverse=True)):
+        count, first = 0, ""
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                record = _record(line)
+                if record.get("role") in ("user", "assistant", "tool"):
+                    count += 1
+                    if not first and record.get("role") == "user":
+                        first = " ".join(str(record.get("content", "")).split())[:60]
+        started = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+        mark = " (this one)" if path.stem == current else ""
+        rows.append((path.stem + mark, started, str(count), first))
+    return rows
+
+
+def _record(line: str) -> dict:
+    """The message a transcript line records, or {} for other records (amends, rewrites)."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(data, dict) or data.get("type") != "message":
+        return {}
+    inner = data.get("message")
+    return inner if isinstance(inner, dict) else {}
+
+
+def cmd_sessions(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """The sessions this user's Swival recorded in this project (the session index);
+    transcript files that came from elsewhere are counted, never listed."""
+    root = agent.tool_ctx.root
+    folder, index = sessions_dir(root), SessionIndex(user_state_dir(os.environ))
+    rows = session_rows(folder, index.transcripts(root), agent.context.session_id)
+    strangers = index.strangers(root)
+    note = (f"\n{strangers} other session file(s) in {folder} were not recorded by Swival for "
+            "you (they may have come with the repository); they are not listed and cannot "
+            "be resumed.") if strangers else ""
+    if not rows:
+        return CommandReply(f"No saved sessions in this project yet.{note}")
+    return CommandReply(
+        f"Sessions in {folder}:",
+        headers=("id", "last active", "messages", "first request"), rows=tuple(rows),
+        footer="Resume one with `swival --resume ID`, or the latest with `swival --continue`."
+        + note,
+    )
+
+
+def cmd_mcp(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """The MCP servers: state, tools and schema tokens. `restart [NAME...]` stops and
+    starts servers again, `refresh` lists their tools again; both change the tool list,
+    which makes the server re-process the whole prompt."""
+    from swival.mcp.manager import McpTools  # not on the start-up path
+
+    mcp = agent.config.tool_source
+    if not isinstance(mcp, McpTools):
+        return CommandReply("No MCP servers in this session: configure them as "
+                            "[mcp_servers.NAME] tables (see docs/configuration.md), and "
+                            "leave out --no-mcp.")
+    notes: list[str] = []
+    if args[:1] == ["restart"]:
+        notes = mcp.restart(args[1:])
+    elif list(args) == ["refresh"]:
+        notes = mcp.refresh()
+    elif args:
+        return error(f"Unexpected argument {args[0]!r}. Usage: {MCP_USAGE}")
+    footer = (f"{mcp.summary()}\n/mcp restart [NAME] starts servers again, /mcp refresh "
+              "lists their tools again; either way the tool list changes and the server "
+              "re-processes the whole prompt.")
+    return CommandReply("\n".join(notes) or "MCP servers:",
+                        level="warning" if notes else "info",
+                        headers=("server", "transport", "state", "tools", "schema tokens",
+                                 "sent"), rows=tuple(mcp.rows()), footer=footer)

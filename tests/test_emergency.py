@@ -1,0 +1,212 @@
+"""Emergency compaction and focused recaps, through the engine's public calls with the
+real knowledge store, ledger and transcript: at 95 % of the input budget, or when the
+model writes no recap, old turns are dropped without a model call, keeping the pinned
+block, the ledger and the last turn, and saying where the transcript is; /compact's focus
+reaches the recap request; a switch of model or of tools rebuilds the budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from swival.context.engine import ContextEngine, ContextSettings, Extras
+from swival.context.knowledge import Knowledge
+from swival.context.tokens import TokenCounter
+from swival.events import Compacted
+from swival.messages import Message, ToolCall, ToolResult
+from swival.tools.catalog import default_tools
+from swival.tools.registry import ToolRegistry
+from tests.e2e import assert_valid_chat
+
+COUNTER = TokenCounter()
+SCHEMAS = ToolRegistry(default_tools()).schemas()
+TASK = "THE TASK: make parse() accept empty input"
+
+
+class Summarizer:
+    """Records every recap request; answers with `answer` (None: the model failed)."""
+
+    def __init__(self, answer: str | None = "## Task\nparse() and empty input.") -> None:
+        self.answer = answer
+        self.asked: list[str] = []
+
+    def __call__(self, instructions: str, messages: Sequence[Message]) -> str | None:
+        self.asked.append(instructions)
+        return self.answer
+
+
+def engine_for(tmp_path: Path, summarize: Summarizer, window: int = 8192) -> ContextEngine:
+    folder = tmp_path / ".swival"
+    return ContextEngine(ContextSettings(window=window, max_output_tokens=1024),
+                         "You are a coding agent.", SCHEMAS, knowledge=Knowledge(folder),
+                         extras=Extras(state_dir=folder, counter=COUNTER, summarize=summarize))
+
+
+def turn(engine: ContextEngine, n: int, size: int) -> list[object]:
+    """One tool call reading `size` characters, then the gate after the batch."""
+    call = ToolCall(f"c{n}", "read_file", {"file_path": f"src/f{n}.py"})
+    engine.add_assistant(Message("assistant", f"step {n}", tool_calls=(call,)))
+    body = "\n".join(f"x_{n}_{i} = {i}" for i in range(size // 12))
+    engine.add_tool_result(call, ToolResult(body, meta={"kind": "file", "path": f"src/f{n}.py",
+                                                        "lines": size // 12}), read_only=True)
+    return list(engine.after_tool_batch(n))
+
+
+def compactions(events: list[object]) -> list[Compacted]:
+    return [e for e in events if isinstance(e, Compacted)]
+
+
+def test_at_95_percent_the_gate_drops_turns_without_a_model_call(tmp_path: Path) -> None:
+    summarizer = Summarizer()
+    engine = engine_for(tmp_path, summarizer)
+    engine.add_user(TASK)
+    events: list[object] = []
+    n = 0
+    while not compactions(events):  # small results level 1 cannot shrink, then two
+        n += 1                          # at the cap, as one big step over the trigger
+        share = engine.estimate() / engine.budget.input_budget
+        events = turn(engine, n, 250 if share < 0.6 else 9000)
+    done = compactions(events)
+    assert done[0].tokens_before >= 0.95 * engine.budget.input_budget, done
+    assert done[-1].level == 4 and done[-1].reason == "emergency"
+    assert summarizer.asked == []  # no recap was asked for
+    assert done[-1].tokens_after <= engine.budget.target
+    assert "whole conversation stays in" in done[-1].note
+    assert str(engine.transcript_path) in done[-1].note
+    messages = engine.messages()
+    pinned = messages[1].content
+    assert TASK in pinned  # the ledger kept the request
+    assert f"they are kept in {engine.transcript_path}" in pinned
+    assert len(engine.history) <= 2 and f"step {n}" in engine.history[0].content
+    assert_valid_chat([m.to_dict() for m in messages[1:]])
+
+
+def test_below_95_percent_level_two_asks_for_a_recap(tmp_path: Path) -> None:
+    summarizer = Summarizer()
+    engine = engine_for(tmp_path, summarizer)
+    engine.add_user(TASK)
+    events: list[object] = []
+    n = 0
+    while not compactions(events):
+        n += 1
+        events = turn(engine, n, 1200)
+    done = compactions(events)
+    assert done[0].tokens_before < 0.95 * engine.budget.input_budget
+    assert all(e.level < 4 for e in done)
+    n += 1
+    for _ in range(30):  # more until level 2 has turns to drop
+        events = turn(engine, n, 1200)
+        n += 1
+        if any(e.level == 2 for e in compactions(events)):
+            break
+    assert summarizer.asked, "level 2 asked for a recap"
+
+
+def test_a_failed_recap_falls_to_the_emergency_drop(tmp_path: Path) -> None:
+    summarizer = Summarizer(answer=None)
+    engine = engine_for(tmp_path, summarizer)
+    engine.add_user(TASK)
+    for n in range(1, 12):
+        turn(engine, n, 1200)
+    event = engine.compact(2, "/compact --drop", 0)
+    assert summarizer.asked and event is not None
+    assert (event.level, event.reason) == (4, "emergency")
+    assert TASK in engine.messages()[1].content
+    assert_valid_chat([m.to_dict() for m in engine.messages()[1:]])
+
+
+def test_the_emergency_drop_always_fits_even_with_one_huge_turn(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, Summarizer(answer=None), window=4096)
+    engine.add_user(TASK)
+    call = ToolCall("big", "write_file", {"file_path": "x.py", "content": "y = 1\n" * 2000})
+    engine.add_assistant(Message("assistant", "writing", tool_calls=(call,)))
+    engine.add_tool_result(call, ToolResult("Wrote x.py.", meta={"kind": "write"}),
+                           read_only=False)
+    prepared = engine.prepare(1)  # the gate: the call's arguments alone overflow
+    assert [e.reason for e in prepared.events][-1] == "emergency"
+    assert prepared.estimated_tokens <= engine.budget.input_budget
+    assert_valid_chat([m.to_dict() for m in prepared.messages[1:]])
+
+
+def test_focus_guides_the_recap_and_the_ledger_stays(tmp_path: Path) -> None:
+    summarizer = Summarizer()
+    engine = engine_for(tmp_path, summarizer)
+    engine.add_user(TASK)
+    for n in range(1, 12):
+        turn(engine, n, 600)
+    event = engine.compact(2, "/compact (focused)", 0, "what we learned about the parser")
+    assert event is not None and event.level == 2
+    assert "a focus: what we learned about the parser\n" in summarizer.asked[-1]
+    pinned = engine.messages()[1].content
+    assert "## Task\nparse() and empty input." in pinned
+    assert TASK in pinned or TASK in [m.content for m in engine.history]
+
+
+def test_a_smaller_window_rebuilds_the_budget_and_compacts_at_once(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, Summarizer(), window=16384)
+    engine.add_user(TASK)
+    for n in range(1, 8):
+        turn(engine, n, 1800)
+    before = engine.estimate()
+    assert before < engine.budget.trigger
+    events = engine.use_model(4096, Summarizer(), 8)
+    assert engine.budget.window == 4096 and engine.settings.window == 4096
+    assert events and engine.estimate() <= engine.budget.target
+    assert engine.use_model(4096, Summarizer(), 8) == []  # fits now: nothing more
+
+
+def test_fewer_tools_cost_fewer_tokens(tmp_path: Path) -> None:
+    engine = engine_for(tmp_path, Summarizer())
+    engine.add_user(TASK)
+    full = engine.usage().tools
+    engine.set_tool_schemas(ToolRegistry(default_tools(), read_only=True).schemas())
+    fewer = engine.usage().tools
+    engine.set_tool_schemas(SCHEMAS)
+    assert fewer < full and engine.usage().tools == full
+
+
+def test_a_failed_recap_on_the_gate_path_falls_to_the_emergency_drop(tmp_path: Path) -> None:
+    summarizer = Summarizer(answer=None)
+    engine = engine_for(tmp_path, summarizer)
+    engine.add_user(TASK)
+    events: list[object] = []
+    n = 0
+    while not compactions(events):  # results level 1 cannot shrink, below 95 %
+        n += 1
+        events = turn(engine, n, 250)
+    done = compactions(events)
+    assert done[0].tokens_before < 0.95 * engine.budget.input_budget
+    assert summarizer.asked and done[-1].reason == "emergency"
+    assert done[-1].tokens_after <= engine.budget.target
+
+
+def test_when_level_three_does_not_fit_the_emergency_drop_follows(tmp_path: Path) -> None:
+    from swival.errors import ContextOverflowError
+
+    summarizer = Summarizer()
+    engine = engine_for(tmp_path, summarizer, window=4096)
+    engine.add_user(TASK)
+    for n in range(1, 8):
+        turn(engine, n, 1200)
+    sent = engine.prepare(8)  # the server counts three times what we do
+    events = engine.on_overflow(
+        ContextOverflowError("too long", prompt_tokens=3 * sent.estimated_tokens), 8)
+    levels = [(e.level, e.reason) for e in events]
+    assert (3, "server reported overflow") in levels and levels[-1] == (4, "emergency")
+    assert summarizer.asked  # levels 2 and 3 still asked for their recap
+    assert len(engine.history) <= 2 and TASK in engine.messages()[1].content
+
+
+def test_another_model_counts_from_our_own_figure_again(tmp_path: Path) -> None:
+    from swival.messages import Usage
+
+    engine = engine_for(tmp_path, Summarizer())
+    engine.add_user(TASK)
+    turn(engine, 1, 1200)
+    sent = engine.prepare(2)
+    for _ in range(8):  # this server counts 40 % more than we do
+        engine.record_usage(Usage(int(sent.estimated_tokens * 1.4), 5), sent)
+        sent = engine.prepare(2)
+    learned = engine.estimate()
+    engine.use_model(8192, Summarizer(), 3)
+    assert engine.estimate() < learned / 1.25  # its tokenizer is another

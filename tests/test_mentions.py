@@ -1,0 +1,127 @@
+"""@path mentions: files and directories named in a request are attached as delimited
+blocks under read_file's caps and rules (they count as read; secrets show as markers);
+paths outside the workspace are refused; words that are not paths stay as written. In
+process through the real session, and one-shot through the installed `swival`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swival.config import Settings
+from swival.errors import ContextOverflowError
+from swival.events import Notice
+from swival.redaction import Redactor
+from swival.session import build_session
+from swival.tools.base import ToolContext
+from swival.tools.mentions import attach
+from tests.e2e import run_swival
+from tests.fakeserver import FakeServer, Reply
+from tests.scripted import ScriptedProvider, call, reply
+
+KEY = "sk-or-v1-mention0123456789abcdef"
+
+
+def project(root: Path) -> ToolContext:
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text("def main():\n    return 1\n")
+    (root / "src" / "util.py").write_text("X = 2\n")
+    (root / ".env").write_text(f"OPENROUTER_API_KEY={KEY}\n")
+    return ToolContext(root=root, redactor=Redactor.of({"OPENROUTER_API_KEY": KEY}))
+
+
+def test_a_file_is_attached_after_the_request_and_counts_as_read(tmp_path: Path) -> None:
+    ctx = project(tmp_path)
+    out = attach("fix the bug in @src/app.py please", ctx)
+    assert out.blocks.startswith("[The user attached these with @.")
+    assert "--- @src/app.py (file content" in out.blocks
+    assert "1\tdef main():\n2\t    return 1\n--- end of @src/app.py ---" in out.blocks
+    assert [(a.shown, a.kind, a.summary) for a in out.attached] == [
+        ("src/app.py", "file", "2 of 2 lines")]
+    assert (tmp_path / "src" / "app.py").resolve() in ctx.read_files  # read-before-write
+
+
+def test_directories_are_listed_and_punctuation_is_not_part_of_the_path(
+        tmp_path: Path) -> None:
+    ctx = project(tmp_path)
+    out = attach("look at @src, and (@src/util.py).", ctx)
+    kinds = {a.shown: a.kind for a in out.attached}
+    assert kinds == {"src": "directory", "src/util.py": "file"}
+    assert "src/app.py\nsrc/util.py" in out.blocks and "1\tX = 2" in out.blocks
+    assert out.problems == ()
+
+
+def test_secrets_in_an_attached_file_are_markers(tmp_path: Path) -> None:
+    ctx = project(tmp_path)
+    out = attach("what is in @.env", ctx)
+    assert KEY not in out.blocks and "[redacted:OPENROUTER_API_KEY]" in out.blocks
+
+
+def test_outside_the_workspace_is_refused_and_other_words_stay_plain(tmp_path: Path) -> None:
+    inner = tmp_path / "proj"
+    inner.mkdir()
+    (tmp_path / "secret.txt").write_text("outside\n")
+    ctx = project(inner)
+    text = "mail me@example.com about @decorator and @../secret.txt and @src/gone.py"
+    out = attach(text, ctx)
+    assert out.blocks == "" and out.attached == ()
+    assert len(out.problems) == 2
+    assert "@../secret.txt was not attached" in out.problems[0]
+    assert "outside the workspace" in out.problems[0]
+    assert "@src/gone.py was not attached: there is no such file" in out.problems[1]
+
+
+def test_the_same_path_twice_is_attached_once_and_binary_files_are_refused(
+        tmp_path: Path) -> None:
+    ctx = project(tmp_path)
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
+    out = attach("@src/app.py vs @./src/app.py and @blob.bin", ctx)
+    assert [a.shown for a in out.attached] == ["src/app.py"]
+    assert out.blocks.count("--- @src/app.py") == 1
+    assert len(out.problems) == 1 and "binary" in out.problems[0]
+
+
+def test_through_the_session_the_model_gets_the_block_and_may_edit_at_once(
+        tmp_path: Path) -> None:
+    project(tmp_path)
+    provider = ScriptedProvider([
+        call("edit_file", file_path="src/app.py", old_string="return 1",
+             new_string="return 2"),
+        reply("Done."),
+    ])
+    session = build_session(Settings(project_root=tmp_path, max_output_tokens=1024),
+                            provider, interactive=False)
+    events = list(session.agent.run_turn("make @src/app.py return 2; ignore @nope/x.py"))
+    notes = [(e.text, e.level) for e in events if isinstance(e, Notice)]
+    assert ("Attached @src/app.py (2 of 2 lines).", "info") in notes
+    assert any("@nope/x.py was not attached" in t and lvl == "warning" for t, lvl in notes)
+    first = provider.requests[0].messages[-1]
+    assert first.role == "user" and "2\t    return 1" in first.content
+    assert first.content.startswith("make @src/app.py return 2; ignore @nope/x.py\n\n")
+    result = provider.requests[1].messages[-1]
+    assert result.role == "tool" and not result.content.startswith("error"), result.content
+    assert (tmp_path / "src" / "app.py").read_text() == "def main():\n    return 2\n"
+
+
+def test_one_shot_tasks_attach_mentions_too(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("the launch code is 1234\n")
+    with FakeServer(kind="llamacpp") as server:
+        server.script(Reply(text="It says 1234."))
+        done = run_swival(server, tmp_path, "-p", "what does @notes.md say?")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "It says 1234."
+    user = server.requests[0]["messages"][-1]["content"]
+    assert "1\tthe launch code is 1234" in user and "Attached @notes.md" in done.stderr
+
+
+def test_the_ledger_keeps_the_request_without_its_attachments(tmp_path: Path) -> None:
+    project(tmp_path)
+    provider = ScriptedProvider([reply("Looked at it.")])
+    session = build_session(Settings(project_root=tmp_path, max_output_tokens=1024),
+                            provider, interactive=False)
+    list(session.agent.run_turn("THE TASK: explain @src/app.py"))
+    engine = session.agent.context
+    events = engine.on_overflow(ContextOverflowError("too long"), 1)  # drops the request
+    assert [e.reason for e in events][-1] == "emergency"
+    pinned = engine.messages()[1].content
+    assert "THE TASK: explain @src/app.py" in pinned
+    assert "return 1" not in pinned and "--- @src/app.py" not in pinned

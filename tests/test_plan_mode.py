@@ -1,0 +1,65 @@
+"""Plan mode: --read-only and /plan offer the model only the tools that change nothing,
+refuse the others if it calls them anyway, and tell it so at the tail of the prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swival.commands import dispatch
+from swival.config import Settings
+from swival.messages import ToolCall
+from swival.session import build_session
+from swival.tools.base import ToolContext
+from swival.tools.catalog import default_tools
+from swival.tools.registry import ToolRegistry
+from tests.e2e import run_swival
+from tests.fakeserver import FakeServer, Reply
+from tests.scripted import ScriptedProvider, call, reply
+
+CHANGING = {"write_file", "edit_file", "run_command"}
+
+
+def test_a_read_only_registry_offers_and_runs_only_read_only_tools(tmp_path: Path) -> None:
+    registry = ToolRegistry(default_tools(), read_only=True)
+    offered = {s["function"]["name"] for s in registry.schemas()}
+    assert offered and not offered & CHANGING and "read_file" in offered
+    result = registry.run(ToolCall("c", "write_file", {"file_path": "x", "content": "y"}),
+                          ToolContext(root=tmp_path))
+    assert result.is_error and "read-only (plan mode)" in result.content
+    assert "/plan" in result.content and not (tmp_path / "x").exists()
+
+
+def test_plan_toggles_the_tools_and_tells_the_model(tmp_path: Path) -> None:
+    provider = ScriptedProvider([
+        call("write_file", file_path="x.py", content="x"), reply("I will only plan."),
+        reply("Back to work."),
+    ])
+    session = build_session(Settings(project_root=tmp_path, max_output_tokens=1024),
+                            provider, interactive=True)
+    full = session.agent.context.usage().tools
+    on = dispatch("/plan", session.agent)
+    assert "Plan mode on" in on.text and "whole prompt again" in on.text
+    assert session.agent.context.usage().tools < full
+    list(session.agent.run_turn("plan it"))
+    names = {s["function"]["name"] for s in provider.requests[0].tools}
+    assert not names & CHANGING
+    assert "[Plan mode: from now on" in provider.requests[0].messages[-1].content
+    refused = provider.requests[1].messages[-1]
+    assert refused.role == "tool" and "read-only (plan mode)" in refused.content
+    assert not (tmp_path / "x.py").exists()
+    off = dispatch("/plan", session.agent)
+    assert "Plan mode off" in off.text and session.agent.context.usage().tools == full
+    list(session.agent.run_turn("now do it"))
+    assert {s["function"]["name"] for s in provider.requests[2].tools} >= CHANGING
+    assert "[Plan mode is over" in provider.requests[2].messages[-1].content
+
+
+def test_one_shot_read_only_sends_only_read_only_tools(tmp_path: Path) -> None:
+    with FakeServer(kind="llamacpp") as server:
+        server.script(Reply(text="Here is how it works."))
+        done = run_swival(server, tmp_path, "-p", "explain the project", "--read-only")
+    assert done.returncode == 0, done.stderr
+    assert "Plan mode (--read-only)" in done.stderr
+    sent = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    assert sent and not sent & CHANGING
+    assert "[Plan mode: from now on" in server.requests[0]["messages"][-1]["content"]
