@@ -89,9 +89,13 @@ def make_summarizer(
 class ToolSource(Protocol):
     """Tools that arrive after start-up (MCP servers): `settle()` runs before every model
     request; the first time it waits for them and installs them (yielding notices), so
-    the tool list is fixed before the first request; later calls do nothing."""
+    the tool list is fixed before the first request; later calls do nothing. `replan`
+    fits them again to what changed since (the window, plan mode), once they are fixed,
+    and returns what to tell the user."""
 
     def settle(self) -> Iterator[Event]: ...
+
+    def replan(self, input_budget: int | None = None) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,9 @@ class AgentConfig:
     tool_source: ToolSource | None = None
     # How to reach the server again for another of its models (/model); None: cannot.
     connector: Connector | None = None
+    # A subagent's run (the task tool): its edits belong to the parent's request, so
+    # /undo reverts them with the parent's.
+    subagent: bool = False
 
 
 class Agent:
@@ -175,7 +182,7 @@ class Agent:
         """Start a request: name it for /undo (which reverts a request's edits as one),
         attach the paths it @mentions, and add it to the conversation."""
         text = self.config.redactor.redact(text)
-        if self.tool_ctx.undo is not None:
+        if self.tool_ctx.undo is not None and not self.config.subagent:
             self.tool_ctx.undo.begin(text)
         mentions = attach(text, self.tool_ctx)
         for item in mentions.attached:
@@ -221,15 +228,18 @@ class Agent:
         self.tool_ctx.read_files.clear()
         self.tools.reset()
 
-    def set_read_only(self, on: bool) -> bool:
+    def set_read_only(self, on: bool) -> list[str] | None:
         """Offer only the tools that change nothing (plan mode), or all of them again; the
-        model is told with the next request. False when the mode was already so."""
+        model is told with the next request. None when the mode was already so, else
+        what the tool source said about fitting its tools to the mode."""
         if self.tools.read_only == on:
-            return False
+            return None
         self.tools.read_only = on
+        source = self.config.tool_source
+        told = source.replan() if source is not None else []
         self.context.set_tool_schemas(self.tools.schemas())
         self.note((READ_ONLY_ON if on else READ_ONLY_OFF).format(", ".join(self.tools.names)))
-        return True
+        return told
 
     def use_provider(self, provider: Provider) -> list[Compacted]:
         """Talk to `provider` (another model) from now on: the context budgets on its

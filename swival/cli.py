@@ -94,6 +94,11 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                      "[auto].")] = None,
     read_only: Annotated[bool | None, Opt("--read-only/--no-read-only", help="Offer only "
                                           "tools that change nothing (explain, plan).")] = None,
+    subagent_tools: Annotated[str | None, Opt(help="Tools of a subagent (task): read-only | all "
+                                              "| tool1,tool2 added to the read-only ones "
+                                              "[read-only].")] = None,
+    subagent_max_turns: Annotated[int | None, Opt(help="Most model calls of one subagent "
+                                                  "[25].")] = None,
     tool_result_share: Annotated[float | None, Opt(help="Max share of the input budget per "
                                                    "tool result [0.2].")] = None,
     compaction_trigger: Annotated[float | None, Opt(help="Compact at this share [0.85].")] = None,
@@ -128,6 +133,7 @@ def run(  # noqa: PLR0913 - one parameter per documented option
         command_timeout=command_timeout, fetch=fetch, add_dir=add_dir or None,
         add_dir_ro=add_dir_ro or None, sandbox=sandbox, allow_net=allow_net,
         pass_env=pass_env or None, edits=edits, read_only=read_only,
+        subagent_tools=subagent_tools, subagent_max_turns=subagent_max_turns,
         tool_result_share=tool_result_share, compaction_trigger=compaction_trigger,
         compaction_target=compaction_target, proactive_summaries=proactive_summaries,
         mcp=mcp,

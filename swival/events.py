@@ -87,6 +87,23 @@ class Notice:
     level: Literal["info", "warning", "error"] = "info"
 
 
+@dataclass(frozen=True)
+class SubagentStep:
+    """Something a subagent did while the parent's `task` call runs, shown indented
+    under that call (tools report it through ToolContext.on_event, not the agent).
+    `task` numbers the session's task calls from 1; `description` is the parent's label
+    for it. A finished tool call of the child carries `call`, `result` and `seconds`;
+    anything else it reports (a notice, a compaction) is `text` at `level`."""
+
+    task: int
+    description: str
+    call: ToolCall | None = None
+    result: ToolResult | None = None
+    seconds: float = 0.0
+    text: str = ""
+    level: Literal["info", "warning", "error"] = "info"
+
+
 ExitReason = Literal["done", "max_turns", "interrupted", "context_exhausted", "output_limit",
                      "error"]
 
@@ -115,5 +132,6 @@ Event = (
     | Compacted
     | Checkpointed
     | Notice
+    | SubagentStep
     | TurnFinished
 )

@@ -17,7 +17,7 @@ from typing import Any
 
 from swival.config import Settings, redactor_for
 from swival.errors import SwivalError
-from swival.events import Compacted, Event, ToolFinished, TurnFinished
+from swival.events import Compacted, Event, SubagentStep, ToolFinished, TurnFinished
 from swival.providers.factory import spent
 from swival.render import ProgressPrinter, screen_text, stderr_console
 from swival.session import Session
@@ -42,7 +42,7 @@ class Tally:
                 {"level": event.level, "reason": event.reason, "turn": event.turn,
                  "tokens_before": event.tokens_before, "tokens_after": event.tokens_after}
             )
-        elif isinstance(event, ToolFinished):
+        elif isinstance(event, ToolFinished | SubagentStep) and event.result is not None:
             for path, kind in event.result.meta.get("changed", ()):
                 if self.files_changed.get(path) != "created":
                     self.files_changed[path] = kind
@@ -112,6 +112,12 @@ def run_oneshot(session: Session, task: str) -> int:
         if not settings.quiet:
             err.print(f"[yellow]{note}[/yellow]", soft_wrap=True)
     tally = Tally()
+
+    def heard(event: Event) -> None:  # a subagent's step, while a task call runs
+        tally.add(event)
+        printer.handle(event)
+
+    session.agent.tool_ctx.on_event = heard
     error: SwivalError | None = None
     signal_code: int | None = None
     agent = session.agent
@@ -150,6 +156,7 @@ def print_failure(settings: Settings, error: SwivalError) -> int:
         "answer": "", "exit_reason": "error", "exit_code": error.exit_code,
         "error": str(error), "turns": 0, "tool_calls": 0,
         "tokens": {"prompt": 0, "completion": 0}, "compactions": [], "files_changed": [],
+        "subagents": {"tasks": 0, "failed": 0, "tokens": {"prompt": 0, "completion": 0}},
         "provider": settings.provider, "base_url": settings.base_url, "model": settings.model,
         "window": settings.max_context_tokens, "window_source": None, "session_id": None,
         "ignored_project_keys": list(settings.held_back),
@@ -179,6 +186,7 @@ def _report(session: Session, tally: Tally, code: int, error: SwivalError | None
         },
         "compactions": tally.compactions,
         "files_changed": [{"path": p, "change": k} for p, k in tally.files_changed.items()],
+        "subagents": _subagents(session),
         "provider": info.provider,
         "base_url": info.base_url,
         "model": info.model,
@@ -188,3 +196,11 @@ def _report(session: Session, tally: Tally, code: int, error: SwivalError | None
         "ignored_project_keys": list(session.settings.held_back),
         "cost_usd": spent(session.provider),
     }
+
+
+def _subagents(session: Session) -> dict[str, Any]:
+    """The task calls' children, counted apart from `tokens` (the parent's own calls)."""
+    totals = session.agent.tool_ctx.subagents
+    return {"tasks": totals.tasks, "failed": totals.failed,
+            "tokens": {"prompt": totals.prompt_tokens,
+                       "completion": totals.completion_tokens}}

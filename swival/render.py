@@ -31,6 +31,7 @@ from swival.events import (
     ModelCallStarted,
     Notice,
     ReplyRestarted,
+    SubagentStep,
     TextDelta,
     ToolFinished,
     ToolStarted,
@@ -38,7 +39,8 @@ from swival.events import (
 )
 from swival.messages import ToolCall, ToolResult, Usage, clean_text
 
-KEY_ARGUMENTS = ("file_path", "path", "pattern", "command", "url", "action", "thought")
+KEY_ARGUMENTS = ("file_path", "path", "pattern", "command", "url", "action", "thought",
+                 "description")
 LINE_WIDTH = 100
 WARN_SHARE = 0.70  # context use shown in yellow from here
 CRIT_SHARE = 0.90  # and in red from here
@@ -115,6 +117,22 @@ def compaction_line(event: Compacted) -> str:
 def checkpoint_line(event: Checkpointed) -> str:
     return (f"checkpoint summary of {event.messages} messages saved ({event.tokens} tokens, "
             "written in the background)")
+
+
+def subagent_lines(event: SubagentStep, task: int, width: int) -> list[Text]:
+    """A subagent's step, indented under the parent's task call; led by a line naming
+    the task when it is that task's first step (`task`: the one shown last)."""
+    lines = []
+    if event.task != task:
+        lines.append(Text(f"  ↳ subagent {event.task}: {screen_text(event.description)}",
+                          style="dim"))
+    if event.call is not None and event.result is not None:
+        lines.append(Text("    ").append_text(
+            tool_line(event.call, event.result, event.seconds, max(20, width - 4))))
+    elif event.text:
+        style = {"info": "dim", "warning": "yellow", "error": "red"}[event.level]
+        lines.append(Text("    " + screen_text(event.text), style=style))
+    return lines
 
 
 def _markdown(text: str) -> RenderableType:
@@ -250,6 +268,7 @@ class ProgressPrinter:
     def __init__(self, console: Console, *, quiet: bool = False) -> None:
         self.console = console
         self.quiet = quiet
+        self._task = 0  # the task whose subagent steps were shown last
 
     def handle(self, event: Event) -> None:
         if isinstance(event, Notice) and event.level == "error":
@@ -278,6 +297,15 @@ class ProgressPrinter:
             self.console.print(f"[yellow]{escape(event.reason)}[/yellow]", soft_wrap=True)
         elif isinstance(event, TurnFinished) and event.reason == "max_turns":
             self.console.print(f"[red]{escape(screen_text(event.answer))}[/red]")
+        elif isinstance(event, SubagentStep):
+            self.subagent(event)
+
+    def subagent(self, event: SubagentStep) -> None:
+        """A subagent's step, indented under the task it runs for."""
+        for line in subagent_lines(event, self._task, self.console.width):
+            line.no_wrap = False
+            self.console.print(line, soft_wrap=True)
+        self._task = event.task
 
 
 class TurnView:
@@ -301,6 +329,7 @@ class TurnView:
         self._tool: tuple[ToolCall, float] | None = None
         self._turn_started = 0.0
         self._approved_diff: str | None = None  # shown with its question; not again
+        self._task = 0  # the task whose subagent steps were shown last
 
     # -- public -------------------------------------------------------------------------
 
@@ -333,6 +362,14 @@ class TurnView:
             self.console.print(Text(screen_text(event.text), style=style))
         elif isinstance(event, TurnFinished):
             self._turn_finished(event)
+        elif isinstance(event, SubagentStep):
+            self.subagent(event)
+
+    def subagent(self, event: SubagentStep) -> None:
+        """A subagent's step while the parent's task call runs, indented under it."""
+        for line in subagent_lines(event, self._task, self.console.width):
+            self.console.print(line)
+        self._task = event.task
 
     def start_turn(self) -> None:
         self._turn_started = self.clock()

@@ -154,6 +154,7 @@ class Repl:
         self._names: list[str] | None = None  # the server's models, for Tab after /model
         session.policy.ask = self.ask
         session.approvals.confirm = self.confirm
+        session.agent.tool_ctx.on_event = self.view.handle  # a subagent's steps
 
     def _history(self, root: Path) -> FileHistory | InMemoryHistory:
         if not self.io.history:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,25 +17,39 @@ from swival.agent import READ_ONLY_ON, Agent, AgentConfig, make_summarizer
 from swival.config import Settings, literal_key_warning, redactor_for, user_state_dir
 from swival.context.engine import ContextEngine, ContextSettings, Extras
 from swival.context.knowledge import Knowledge
-from swival.errors import ConfigError, UsageError
+from swival.errors import ConfigError, SwivalError, UsageError
+from swival.events import Event, TurnFinished
 from swival.prompts import system_prompt
 from swival.providers.base import Provider
 from swival.providers.factory import Connector, connect
 from swival.redaction import Redactor
 from swival.state import SessionIndex, prepare_state_dir, sessions_dir, undo_folder
 from swival.tools.approval import Approvals, EditPolicy
-from swival.tools.base import ToolContext
+from swival.tools.base import ChildRun, SubagentTotals, ToolContext
 from swival.tools.catalog import default_tools
 from swival.tools.fetch_policy import FetchPolicy
 from swival.tools.policy import CommandPolicy, Workspace, resolve_mode
 from swival.tools.registry import ToolRegistry
 from swival.tools.sandbox import Sandbox, sandbox_from_settings
+from swival.tools.task import Task
 from swival.tools.undo import UndoJournal
 
 if TYPE_CHECKING:
     from swival.mcp.manager import McpTools
 
 OVERHEAD_WARNING_SHARE = 0.25
+CHARS_PER_TOKEN = 3  # for the subagent's answer limit: errs towards fewer characters
+SUBAGENT_NOTE = (
+    "[You are a subagent: another agent gave you this job. It sees only your final answer, "
+    "at most {limit} characters, and nothing else of this conversation. Your tools: "
+    "{tools}. Work until you can answer, then reply with the answer alone: the facts "
+    "asked for, with file names and line numbers where they help.]")
+STOPPED = {
+    "max_turns": "it reached its limit of {turns} model calls without a final answer "
+                 "(subagent_max_turns).",
+    "output_limit": "its replies were cut by the output limit again and again.",
+    "interrupted": "it was interrupted.",
+}
 
 
 @dataclass
@@ -111,8 +126,8 @@ def find_transcript(settings: Settings, resume: str | None, latest: bool) -> Pat
     others = (f" {strangers} session file(s) there were not recorded by Swival for you "
               "(they may have come with the repository); those are never resumed."
               if strangers else "")
-    if resume is not None:
-        matches = [sid for sid in saved if sid == resume] or [
+    if resume is not None:  # a subagent's transcript only by its whole id
+        matches = [sid for sid in index.transcripts(root, subagents=True) if sid == resume] or [
             sid for sid in saved if sid.startswith(resume)]
         if len(matches) == 1:
             return folder / f"{matches[0]}.jsonl"
@@ -174,7 +189,9 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     state_dir = prepare_state_dir(root)
     approvals = Approvals()
     fetch_policy = FetchPolicy(settings.fetch, yolo=settings.yolo, approvals=approvals)
-    registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled),
+    widen = subagent_tools(settings.subagent_tools)
+    registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled,
+                                          task=Task(read_only=widen == ())),
                             read_only=settings.read_only)
     mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
     redactor = redactor_for(settings, os.environ)
@@ -201,6 +218,7 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     agent = Agent(provider, registry, context, tool_ctx,
                   AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature,
                               redactor=redactor, tool_source=mcp, connector=connector))
+    tool_ctx.spawn = Subagents(settings, agent, widen).spawn
     if settings.read_only:  # the registry offers only read-only tools; tell the model
         agent.note(READ_ONLY_ON.format(", ".join(registry.names)))
     session = Session(settings, agent, policy, approvals, resumed=resumed,
@@ -210,6 +228,105 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     if not interactive:
         session.start_servers()  # the REPL starts them once its prompt is up
     return session
+
+
+def subagent_tools(value: str) -> tuple[str, ...] | None:
+    """What `subagent_tools` adds to a subagent's read-only tools: () nothing, None all
+    of the parent's, else those names (built-in tools, or MCP tools by their exposed
+    name). ConfigError for a name that is neither."""
+    wanted = [name.strip() for name in value.split(",") if name.strip()]
+    if wanted in ([], ["read-only"]):
+        return ()
+    if wanted == ["all"]:
+        return None
+    known = [tool.spec.name for tool in default_tools()]
+    unknown = [n for n in wanted if n not in known and not n.startswith(("mcp__", "mcp_"))]
+    if unknown:
+        raise ConfigError(f"subagent_tools: no tool named {', '.join(unknown)}. Use "
+                          f"read-only, all, or tools from: {', '.join(known)}.")
+    return tuple(wanted)
+
+
+class Subagents:
+    """Runs the task tool's children for one session (`spawn`, handed to the tool through
+    its ToolContext). A child gets a fresh context engine on the parent's model and
+    window, the parent's tools that `widen` allows besides the read-only ones (never
+    task), the parent's approvals, policies and sandbox, and its own turn limit. Its
+    transcript is recorded in the session index under the parent's id, so it is never
+    taken for a stranger nor offered as the session to continue."""
+
+    def __init__(self, settings: Settings, parent: Agent, widen: tuple[str, ...] | None):
+        self.settings, self.parent, self.widen = settings, parent, widen
+
+    def spawn(self, prompt: str, limit: int, on_event: Callable[[Event], None]) -> ChildRun:
+        """Run one child on `prompt` to its end; its events go to `on_event`. Ctrl-C and
+        SIGTERM propagate once the child's conversation is closed; any other failure
+        comes back as a ChildRun with the reason."""
+        child, limit = self._child(limit)
+        finished, error = None, ""
+        try:
+            for event in child.run_turn(prompt):
+                if isinstance(event, TurnFinished):
+                    finished = event
+                else:
+                    on_event(event)
+        except KeyboardInterrupt:
+            self._count(child.interrupted())
+            raise
+        except SwivalError as exc:
+            finished, error = child.interrupted(), self.parent.config.redactor.redact(str(exc))
+        assert finished is not None  # run_turn always ends with one
+        self._count(finished)
+        path = child.context.transcript_path
+        shown = str(path.relative_to(self.settings.project_root)) if path else "(not saved)"
+        reason = "error" if error else finished.reason
+        why = error or STOPPED.get(reason, "").format(turns=self.settings.subagent_max_turns)
+        return ChildRun(reason, answer=finished.answer, error=why, limit=limit,
+                        transcript=shown, turns=finished.turns,
+                        tool_calls=finished.tool_calls, usage=finished.usage)
+
+    def _count(self, finished: TurnFinished) -> None:
+        self.parent.tool_ctx.subagents.add(finished.usage, finished.reason == "done")
+
+    def _child(self, limit: int) -> tuple[Agent, int]:
+        """A child agent, and the answer limit it was told (the task tool's, at most
+        the window-scaled share of one tool result)."""
+        parent, settings = self.parent, self.settings
+        tools = [tool for name in parent.tools.names if name != "task"
+                 and (tool := parent.tools.get(name)) is not None
+                 and (tool.read_only or self.widen is None or name in self.widen)]
+        registry = ToolRegistry(tools)
+        context = self._context(registry)
+        share = context.settings.tool_result_share * context.budget.input_budget
+        limit = min(limit, int(share * CHARS_PER_TOKEN))
+        tool_ctx = replace(parent.tool_ctx, read_files={}, session_id=context.session_id,
+                           spawn=None, on_event=lambda _event: None,
+                           subagents=SubagentTotals())
+        child = Agent(parent.provider, registry, context, tool_ctx, AgentConfig(
+            max_turns=settings.subagent_max_turns, temperature=settings.temperature,
+            redactor=parent.config.redactor, subagent=True))
+        child.note(SUBAGENT_NOTE.format(limit=limit, tools=", ".join(registry.names)))
+        return child, limit
+
+    def _context(self, registry: ToolRegistry) -> ContextEngine:
+        """A fresh engine like the parent's, its todos in memory, its transcript next to
+        the parent's as `<parent id>-task<n>`."""
+        parent = self.parent.context
+        root, index, folder = self.settings.project_root, _index(), parent.state_dir
+        number = self.parent.tool_ctx.subagents.tasks
+        session_id = f"{parent.session_id}-task{number}"
+        while folder and (folder / "sessions" / f"{session_id}.jsonl").exists():
+            number += 1
+            session_id = f"{parent.session_id}-task{number}"
+        provider, owner = self.parent.provider, parent.session_id
+        return ContextEngine(
+            replace(parent.settings, proactive_summaries=False), system_prompt(root),
+            registry.schemas(), knowledge=Knowledge(None),
+            extras=Extras(state_dir=folder, redactor=parent.redactor,
+                          summarize=make_summarizer(provider, self.settings.temperature),
+                          counter=parent.counter, session_id=session_id,
+                          exact=getattr(provider, "count_prompt", None),
+                          on_transcript=lambda path: index.record(root, path.stem, owner)))
 
 
 def _start_mcp(settings: Settings, registry: ToolRegistry, context: ContextEngine,

@@ -194,37 +194,47 @@ class SessionIndex:
         key = hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:32]
         return self.folder / f"{key}.jsonl"
 
-    def record(self, project: Path, session_id: str) -> None:
-        """Note that Swival created the transcript of `session_id` in `project`."""
+    def record(self, project: Path, session_id: str, parent: str | None = None) -> None:
+        """Note that Swival created the transcript of `session_id` in `project`. A
+        subagent's transcript names the `parent` session that ran it: it is Swival's,
+        never a stranger, but it is not a session to resume or list."""
         if session_id in self.recorded(project):
             return
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        line = json.dumps({"session": session_id, "project": str(project.resolve())})
+        entry = {"session": session_id, "project": str(project.resolve())}
+        if parent is not None:
+            entry["parent"] = parent
         fd = os.open(self._file(project), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+            handle.write(json.dumps(entry) + "\n")
 
-    def recorded(self, project: Path) -> list[str]:
-        """Ids recorded for `project`, oldest first. Unreadable lines are skipped."""
+    def _entries(self, project: Path) -> dict[str, str | None]:
+        """Recorded id -> its parent session (None for a session), oldest first.
+        Unreadable lines are skipped."""
         path, where = self._file(project), str(project.resolve())
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError:
-            return []
-        ids: list[str] = []
+            return {}
+        found: dict[str, str | None] = {}
         for line in lines:
             with contextlib.suppress(ValueError, AttributeError):
                 data = json.loads(line)
-                if data.get("project") == where and data.get("session") not in ids:
-                    ids.append(str(data["session"]))
-        return ids
+                if data.get("project") == where and data.get("session") not in found:
+                    found[str(data["session"])] = data.get("parent")
+        return found
 
-    def transcripts(self, project: Path) -> list[str]:
-        """Recorded ids of `project` whose transcript is in its sessions folder (a
-        regular file, not a symlink), oldest first."""
+    def recorded(self, project: Path) -> list[str]:
+        """Ids recorded for `project`, subagents' included, oldest first."""
+        return list(self._entries(project))
+
+    def transcripts(self, project: Path, subagents: bool = False) -> list[str]:
+        """Recorded sessions of `project` whose transcript is in its sessions folder (a
+        regular file, not a symlink), oldest first; subagents' only with `subagents`."""
         folder = sessions_dir(project)
-        return [sid for sid in self.recorded(project)
-                if (path := folder / f"{sid}.jsonl").is_file() and not path.is_symlink()]
+        return [sid for sid, parent in self._entries(project).items()
+                if (subagents or parent is None)
+                and (path := folder / f"{sid}.jsonl").is_file() and not path.is_symlink()]
 
     def strangers(self, project: Path) -> int:
         """How many transcript files in `project`'s sessions folder were not recorded."""

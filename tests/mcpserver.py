@@ -11,6 +11,7 @@ Kinds:
   process exits in the middle of the call), `hang` (never answers), `slow` (answers after
   `seconds`);
 - `many`: 60 tools with long descriptions, examples and titles (the schema-budget case);
+- `mixed`: the same 60 tools, the even-numbered ones marked read-only (readOnlyHint);
 - `slowstart`: `basic`, after sleeping `SLOWSTART_SECONDS` (default 30) before serving;
 - `crash`: writes a line to stderr and exits before serving.
 
@@ -128,11 +129,12 @@ FILLER = ("This tool is part of a large enterprise integration suite and support
           "options that most callers never need. ")
 
 
-def many() -> MCPServer:
-    server: MCPServer = MCPServer("many")
+def many(name: str = "many", hinted: bool = False) -> MCPServer:
+    server: MCPServer = MCPServer(name)
     for i in range(60):
+        hint = ToolAnnotations(read_only_hint=True) if hinted and i % 2 == 0 else None
         server.add_tool(_search(i), name=f"search_collection_{i:02d}",
-                        title=f"Search collection {i}")
+                        title=f"Search collection {i}", annotations=hint)
     return server
 
 
@@ -146,8 +148,8 @@ def _search(number: int) -> Any:
 
 
 def build(kind: str) -> MCPServer:
-    if kind == "many":
-        return many()
+    if kind in ("many", "mixed"):
+        return many(kind, hinted=kind == "mixed")
     if kind == "slowstart":
         time.sleep(float(os.environ.get("SLOWSTART_SECONDS", "30")))
     if kind == "crash":

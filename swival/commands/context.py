@@ -130,6 +130,13 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
         "fits.\n"
         f"Compactions so far: {usage.compactions}. The server computed {usage.reprocessed} "
         "cached tokens again because of them and of changes to the tool list (/mcp, /plan).")
+    children = agent.tool_ctx.subagents
+    if children.tasks:
+        failed = f", {children.failed} without an answer" if children.failed else ""
+        footer += (f"\nSubagents: {children.tasks} task{'s' if children.tasks > 1 else ''}"
+                   f"{failed}, {children.prompt_tokens} prompt + "
+                   f"{children.completion_tokens} output tokens in their own contexts "
+                   "(not in the figures above).")
     cost = spent(agent.provider)
     if cost is not None:
         footer += f"\nCost so far: ${cost:.4f} ({PRICE_SOURCE})."

@@ -6,6 +6,7 @@ import difflib
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -85,7 +86,10 @@ def cmd_model(agent: Agent, args: Sequence[str]) -> CommandReply:
         return error(f"{info.base_url} offers no model named {wanted!r}.{tip} /model lists "
                       "what it offers.")
     provider = connector.connect(wanted)
-    before = info.window.budget_tokens
+    before, window = info.window.budget_tokens, provider.info.window.budget_tokens
+    # MCP schemas first: the engine compacts for the new window with the schemas it gets.
+    retooled = _replan(agent, replace(agent.context.budget, window=window).input_budget
+                       ) if window != before else []
     events = tuple(agent.use_provider(provider))
     new = provider.info
     if new.model == info.model and new.window == info.window:
@@ -99,10 +103,17 @@ def cmd_model(agent: Agent, args: Sequence[str]) -> CommandReply:
     if new.provider == "ollama":
         lines.append(f"Ollama gets num_ctx {new.window.budget_tokens} with every request "
                      "from now on.")
+    lines += retooled
     lines += [f"The conversation no longer fit the new window: {compaction_text(e)}"
               for e in events]
-    return CommandReply("\n".join(lines), level="warning" if events else "info",
+    return CommandReply("\n".join(lines), level="warning" if events or retooled else "info",
                         events=events)
+
+
+def _replan(agent: Agent, input_budget: int) -> list[str]:
+    """Fit the MCP servers' schemas to a new input budget; what the user should be told."""
+    source = agent.config.tool_source
+    return source.replan(input_budget) if source is not None else []
 
 
 def _model_list(agent: Agent, connector: Connector) -> CommandReply:
@@ -127,15 +138,16 @@ def _model_list(agent: Agent, connector: Connector) -> CommandReply:
 def cmd_plan(agent: Agent, args: Sequence[str]) -> CommandReply:
     """Toggle plan mode (read-only tools only)."""
     on = not agent.tools.read_only
-    agent.set_read_only(on)
-    again = ("The tool list changed, so the server processes the whole prompt again on the "
-             "next request (tool schemas come first).")
+    notes = agent.set_read_only(on) or []  # the MCP servers' schemas fitted to the mode
+    again = "\n" + "\n".join(notes) if notes else (
+        " The tool list changed, so the server processes the whole prompt again on the "
+        "next request (tool schemas come first).")
     if on:
         return CommandReply(f"Plan mode on: the model only gets tools that change nothing "
                             f"({', '.join(agent.tools.names)}) and is told so with your next "
-                            f"request. /plan again gives the others back. {again}")
+                            f"request. /plan again gives the others back.{again}")
     return CommandReply(f"Plan mode off: the model can edit files and run commands again (as "
-                        f"the approval settings allow). {again}")
+                        f"the approval settings allow).{again}")
 
 
 def session_rows(folder: Path, ids: Sequence[str], current: str | None,

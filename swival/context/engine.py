@@ -104,6 +104,7 @@ class ContextEngine:
         self._state = State()
         self._ledger = Ledger.for_budget(self.budget.input_budget)
         self._last: tuple[Prepared, int] | None = None  # the last request, our raw count
+        self._retooled = 0  # re-processing counted for tool changes since that request
         self._batch: list[bool] = []  # read-only flags of the calls in this batch
         self._notes: list[str] = []  # notes waiting for the next user message
         if self._checkpoints:
@@ -230,7 +231,7 @@ class ContextEngine:
         reply = self.budget.reply_tokens(estimate)
         if reply < min(OUTPUT_FLOOR, self.budget.max_output_tokens):
             raise ContextExhausted(self._exhausted_text(estimate))
-        self._state.sent = self._state.history
+        self._state.sent, self._retooled = self._state.history, 0
         prepared = Prepared(tuple(self.messages()), reply, estimate, tuple(events),
                             room_limited=reply < self.budget.max_output_tokens)
         self._last = (prepared, raw)
@@ -410,14 +411,17 @@ class ContextEngine:
         """The tool list changed (MCP servers settled, /mcp, /plan). The schemas are counted from
         now on; since they come first in the prompt, the next request makes the server
         compute the whole prompt again: returns those tokens (0 before the first request)
-        and adds them to the re-processing count that /context shows."""
+        and adds them to the re-processing count that /context shows, once however often
+        the list changes before that request."""
         self._schemas = tuple(schemas)
         self._measure.set_schemas(self._schemas)
         self._exactly = None  # the server's own count covered the old schemas
         if self._last is None:
             return 0
         tokens = self.estimate()
-        self._state.reprocessed += tokens
+        # Changed twice before a request (/plan, then its MCP re-plan): computed once.
+        self._state.reprocessed += tokens - self._retooled
+        self._retooled = tokens
         return tokens
 
     def clear(self) -> None:

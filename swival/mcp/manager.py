@@ -3,9 +3,10 @@ what /mcp shows and changes, and what --doctor checks.
 
 The tool list is fixed before the first request (`settle`: servers still starting are
 waited for, each up to its startup timeout, then left out) and changes afterwards only
-when the user asks (/mcp restart, /mcp refresh). Tool schemas come first in the prompt,
-so such a change makes the server re-process the whole prompt; the notice says so and
-the engine counts it.
+when the user asks (/mcp restart, /mcp refresh) or changes what it was planned for: the
+window (/model) or plan mode (/plan, where only the tools a server marks read-only are
+offered and budgeted). Tool schemas come first in the prompt, so such a change makes the
+server re-process the whole prompt; the notice says so and the engine counts it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from swival.tools.base import Tool
 from swival.tools.registry import ToolRegistry
 
 MODE_SHOWN = {"full": "whole", "short": "shortened", "held": "via mcp_call"}
+NOT_OFFERED = "not offered"
 
 
 class McpTools:
@@ -61,23 +63,22 @@ class McpTools:
 
     # ----- installing ----------------------------------------------------------------------
 
-    def install(self) -> list[str]:
-        """Plan the schemas of the servers that are up, put their tools in the registry
-        and tell the engine. Returns what the user should be told."""
-        taken = {name for name in self.registry.names if name not in self._installed}
-        servers = {name: entries_for(conn.tools, taken)
-                   for name, conn in self.hub.connections.items() if conn.state == "ready"}
-        count = self.context.counter.schemas
-        base = count([s for s in self.registry.schemas()
-                      if s["function"]["name"] not in self._installed])
-        plan = make_plan(servers, base, self.context.budget.input_budget, count,
-                         lambda held: count(gateway_schemas(held)))
-        tools = self._tools(plan, servers)
+    def install(self, input_budget: int | None = None, *, changes_only: bool = False
+                ) -> list[str]:
+        """Plan the schemas of the servers that are up against `input_budget` (default:
+        the engine's), over the tools the registry offers in its mode (in plan mode only
+        those the server marks read-only), put their tools in the registry and tell the
+        engine. With `changes_only`, a plan that sends the same schemas as before changes
+        nothing and says nothing. Returns what the user should be told."""
+        before = self.registry.schemas()
+        plan, tools = self._plan(input_budget or self.context.budget.input_budget)
         self.registry.swap(self._installed, tools)
         self._installed = [tool.spec.name for tool in tools]
         self.plan = plan
-        reprocessed = self.context.set_tool_schemas(self.registry.schemas())
         notes = self._failures()
+        if changes_only and self.registry.schemas() == before:
+            return notes
+        reprocessed = self.context.set_tool_schemas(self.registry.schemas())
         warning = plan.warning()
         if warning:
             notes.append(warning)
@@ -86,6 +87,36 @@ class McpTools:
                          f"the server re-processes the whole prompt (about {reprocessed} "
                          "tokens) on the next request.")
         return notes
+
+    def replan(self, input_budget: int | None = None) -> list[str]:
+        """After the window or plan mode changed (/model, /plan): plan the schemas again
+        for `input_budget` (default: the engine's), once the tool list is fixed (before
+        that, settle plans anyway). What the user should be told; nothing when the
+        schemas sent stay the same."""
+        if self.plan is None:
+            return []
+        notes = self.install(input_budget, changes_only=True)
+        if not notes:
+            return []
+        return [f"MCP tool schemas planned again for the {self.plan.budget}-token input "
+                f"budget{' in plan mode' if self.registry.read_only else ''}: "
+                f"{self.plan.total} tokens sent.", *notes]
+
+    def _plan(self, budget: int) -> tuple[Plan, list[Tool]]:
+        """The plan, and the tools it sends, for the servers that are up."""
+        plan_mode = self.registry.read_only
+        taken = {name for name in self.registry.names if name not in self._installed}
+        servers = {}
+        for name, conn in self.hub.connections.items():
+            offered = [t for t in conn.tools if t.read_only or not plan_mode]
+            if conn.state == "ready" and (offered or not plan_mode):
+                servers[name] = entries_for(offered, taken)
+        count = self.context.counter.schemas
+        base = count([s for s in self.registry.schemas()
+                      if s["function"]["name"] not in self._installed])
+        plan = make_plan(servers, base, budget, count,
+                         lambda held: count(gateway_schemas(held)))
+        return plan, self._tools(plan, servers)
 
     def _tools(self, plan: Plan, servers: dict[str, list[Entry]]) -> list[Tool]:
         tools: list[Tool] = []
@@ -96,7 +127,8 @@ class McpTools:
                 tools += [McpTool(e, e.short if mode == "short" else e.full, self.access)
                           for e in entries]
         if held:
-            tools += [McpList(held), McpCall(held, self.access)]
+            plan_mode = self.registry.read_only
+            tools += [McpList(held, plan_mode), McpCall(held, self.access, plan_mode)]
         return tools
 
     def _failures(self) -> list[str]:
@@ -152,10 +184,15 @@ class McpTools:
             cost = costs.get(name)
             tokens = "-" if cost is None else (
                 f"{cost.full} → {cost.short}" if cost.mode == "short" else str(cost.full))
-            mode = MODE_SHOWN[cost.mode] if cost else ("not offered" if self.plan else "-")
+            mode = MODE_SHOWN[cost.mode] if cost else (self._not_offered(conn.state)
+                                                        if self.plan else "-")
             rows.append((name, conn.spec.transport, self._redact(state), str(len(conn.tools)),
                          tokens, mode))
         return rows
+
+    def _not_offered(self, state: str) -> str:
+        plan_mode = self.registry.read_only and state == "ready"
+        return NOT_OFFERED + (" (plan mode: no read-only tools)" if plan_mode else "")
 
     def summary(self) -> str:
         plan = self.plan

@@ -153,13 +153,18 @@ def gateway_schemas(servers: Sequence[str]) -> list[dict[str, Any]]:
     return [list_spec(servers).schema(), call_spec(servers).schema()]
 
 
+PLAN_MODE_NOTE = ("In plan mode only the tools the server marks read-only "
+                  "(readOnlyHint) are offered.")
+
+
 class McpList:
-    """`mcp_list(server, tool?)`: the tools of a held-back server, or one tool's schema."""
+    """`mcp_list(server, tool?)`: the tools of a held-back server, or one tool's schema.
+    In plan mode it is given only the tools the servers mark read-only, and says so."""
 
     read_only = True
 
-    def __init__(self, held: Mapping[str, Sequence[Entry]]) -> None:
-        self._held = held
+    def __init__(self, held: Mapping[str, Sequence[Entry]], plan_mode: bool = False) -> None:
+        self._held, self._plan_mode = held, plan_mode
         self.spec = list_spec(list(held))
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
@@ -168,10 +173,12 @@ class McpList:
         if not name:
             lines = [f"{e.tool.name}: {first_sentence(e.tool.description, TOOL_SUMMARY)}"
                      for e in entries]
+            note = f" {PLAN_MODE_NOTE}" if self._plan_mode else ""
             return ToolResult(f"{len(entries)} tools of {args['server']} (call one with "
                               "mcp_call; ask for one tool's arguments with mcp_list tool=NAME)"
-                              ":\n" + "\n".join(lines), meta={"summary": f"{len(lines)} tools"})
-        entry = find(entries, name)
+                              f":{note}\n" + "\n".join(lines),
+                              meta={"summary": f"{len(lines)} tools"})
+        entry = find(entries, name, self._plan_mode)
         if isinstance(entry, str):
             return ToolResult(entry, is_error=True)
         schema = entry.tool.input_schema
@@ -181,16 +188,18 @@ class McpList:
 
 
 class McpCall:
-    """`mcp_call(server, tool, arguments)`: call a tool of a held-back server."""
+    """`mcp_call(server, tool, arguments)`: call a tool of a held-back server. It counts
+    as read-only when every tool it reaches is marked so; in plan mode it is given only
+    those, so there it runs nothing else."""
 
-    read_only = False
-
-    def __init__(self, held: Mapping[str, Sequence[Entry]], access: Access) -> None:
-        self._held, self._access = held, access
+    def __init__(self, held: Mapping[str, Sequence[Entry]], access: Access,
+                 plan_mode: bool = False) -> None:
+        self._held, self._access, self._plan_mode = held, access, plan_mode
+        self.read_only = all(e.tool.read_only for es in held.values() for e in es)
         self.spec = call_spec(list(held))
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        entry = find(self._held[args["server"]], args["tool"])
+        entry = find(self._held[args["server"]], args["tool"], self._plan_mode)
         if isinstance(entry, str):
             return ToolResult(entry, is_error=True)
         arguments = dict(args.get("arguments") or {})
@@ -202,10 +211,12 @@ class McpCall:
         return self._access.call(entry.tool.server, entry.tool.name, arguments, ctx)
 
 
-def find(entries: Sequence[Entry], name: str) -> Entry | str:
-    """The entry for tool `name`, or an error naming the tools there are."""
+def find(entries: Sequence[Entry], name: str, plan_mode: bool = False) -> Entry | str:
+    """The entry for tool `name`, or an error naming the tools there are (and, in plan
+    mode, why the others are not)."""
     for entry in entries:
         if entry.tool.name == name:
             return entry
     names = ", ".join(e.tool.name for e in entries[:40])
-    return f"error: no tool {name!r} there. Its tools: {names}."
+    note = f" {PLAN_MODE_NOTE}" if plan_mode else ""
+    return f"error: no tool {name!r} there. Its tools: {names}.{note}"

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from swival.messages import ToolResult
+from swival.events import Event
+from swival.messages import ToolResult, Usage
 from swival.redaction import Redactor
 from swival.state import STATE_DIR, spill_folder
 from swival.tools.fetch_policy import FetchPolicy, Network
@@ -47,6 +48,46 @@ Approver = Callable[[str], str | None]
 EditApprover = Callable[[str, str, bool], str | None]
 
 
+@dataclass(frozen=True)
+class ChildRun:
+    """How a subagent's run ended. `reason` is the child's exit reason ("done",
+    "max_turns", "context_exhausted", "output_limit", "error"); with "done", `answer` is
+    its final answer, otherwise `error` says why it stopped (for the model). `limit` is
+    the most characters of the answer the parent may be given (the child was told);
+    `transcript` names the file its conversation is saved in."""
+
+    reason: str
+    answer: str = ""
+    error: str = ""
+    limit: int = 4000
+    transcript: str = ""
+    turns: int = 0
+    tool_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+# Runs a subagent on a prompt, its answer capped at the given characters, passing each
+# of the child's events to the callable; made by the session layer (the tools cannot
+# build an agent). Ctrl-C propagates, after the child's conversation was closed.
+Spawn = Callable[[str, int, Callable[[Event], None]], ChildRun]
+
+
+@dataclass
+class SubagentTotals:
+    """The session's subagents so far: task calls run, failed, and the tokens the
+    server reported for the children's requests (counted apart from the parent's)."""
+
+    tasks: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, usage: Usage, ok: bool) -> None:
+        self.failed += not ok
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+
+
 @dataclass
 class ToolContext:
     """Per-session state the tools share. `read_files` maps resolved paths to the
@@ -57,7 +98,10 @@ class ToolContext:
     hides the session's secrets in what tools write and show, and puts them back when the
     model writes a file that held them. `session_id` names the spill folder.
     `approve_edit` is asked before every write (default: allowed); `undo` keeps what each
-    write replaced, for /undo (None: nothing is kept)."""
+    write replaced, for /undo (None: nothing is kept). `spawn` runs a subagent for the
+    task tool (None: subagents cannot run here, as in a subagent itself); `on_event`
+    hears what a tool reports while it runs (a subagent's steps); `subagents` adds up
+    the children's runs."""
 
     root: Path
     extra_dirs: tuple[Path, ...] = ()
@@ -72,6 +116,9 @@ class ToolContext:
     session_id: str = "session"
     approve_edit: EditApprover = field(default=lambda _name, _diff, _new: None)
     undo: UndoJournal | None = None
+    spawn: Spawn | None = None
+    on_event: Callable[[Event], None] = field(default=lambda _event: None)
+    subagents: SubagentTotals = field(default_factory=SubagentTotals)
 
     @property
     def spill_dir(self) -> Path:

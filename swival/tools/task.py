@@ -1,0 +1,104 @@
+"""task: hand a self-contained job to a subagent and get back only its answer.
+
+The child has a fresh context on the same model and window, read-only tools unless the
+settings widen them (never beyond what the parent may do), its own turn limit and no
+task tool. A tool cannot build an agent: the child runs through `ToolContext.spawn`,
+which the session layer provides, and what it does reaches the screen as SubagentStep
+events through `ToolContext.on_event`. Only its final answer comes back, capped at
+ANSWER_CHARS and at the window-scaled share the spawner reports (the whole answer is
+then saved for read_file), together with the name of the transcript that holds the
+child's conversation. A child that stops without an answer gives a tool error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from swival.events import Compacted, Event, Notice, SubagentStep, ToolFinished
+from swival.messages import ToolResult
+from swival.tools.base import ChildRun, ToolContext, ToolError, ToolSpec
+from swival.tools.spilled import head_or_spill
+
+ANSWER_CHARS = 4000  # about 1,000 tokens: the most one delegated answer costs the parent
+LABEL_CHARS = 60
+
+PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "description": {"type": "string", "description": "A few words naming the job."},
+        "prompt": {"type": "string", "description": (
+            "Complete instructions. The subagent sees nothing of this conversation; say "
+            "what to look at and exactly what to report.")},
+    },
+    "required": ["description", "prompt"],
+}
+READ_ONLY_TEXT = (
+    "Hand a self-contained investigation (surveying files, finding where something is "
+    "done) to a subagent with a fresh context and read-only tools. Only its final answer "
+    "comes back, so your context pays for the conclusion, not the exploration.")
+WIDENED_TEXT = (
+    "Hand a self-contained job to a subagent with a fresh context and your tools. Only "
+    "its final answer comes back, so your context pays for the conclusion, not the work.")
+
+
+class Task:
+    """`task(description, prompt)`. `read_only`: the children get read-only tools only,
+    so running one changes nothing (see swival/tools/base.py's Tool)."""
+
+    def __init__(self, read_only: bool = True) -> None:
+        self.read_only = read_only
+        self.spec = ToolSpec("task", READ_ONLY_TEXT if read_only else WIDENED_TEXT,
+                             PARAMETERS)
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        if ctx.spawn is None:
+            raise ToolError("no subagent can be started here (a subagent cannot start "
+                            "another); do the work with your own tools.")
+        label = " ".join(str(args["description"]).split())[:LABEL_CHARS] or "task"
+        prompt = str(args["prompt"]).strip()
+        if not prompt:
+            raise ToolError("`prompt` is empty: write the complete instructions, since the "
+                            "subagent sees nothing of this conversation.")
+        ctx.subagents.tasks += 1
+        number = ctx.subagents.tasks
+
+        def forward(event: Event) -> None:
+            step = _step(number, label, event)
+            if step is not None:
+                ctx.on_event(step)
+
+        return _result(ctx.spawn(prompt, ANSWER_CHARS, forward), label, ctx)
+
+
+def _step(number: int, label: str, event: Event) -> SubagentStep | None:
+    """The child's event as the parent's screen shows it; None for what it does not."""
+    if isinstance(event, ToolFinished):
+        return SubagentStep(number, label, call=event.call, result=event.result,
+                            seconds=event.seconds)
+    if isinstance(event, Notice):
+        return SubagentStep(number, label, text=event.text, level=event.level)
+    if isinstance(event, Compacted):
+        return SubagentStep(number, label, level="warning", text=(
+            f"compacted its context: {event.tokens_before} → {event.tokens_after} tokens "
+            f"({event.reason})"))
+    return None
+
+
+def _result(run: ChildRun, label: str, ctx: ToolContext) -> ToolResult:
+    """The child's answer (capped) or why it has none, naming its transcript."""
+    meta: dict[str, Any] = {"subagent": label, "transcript": run.transcript,
+                            "turns": run.turns, "tool_calls": run.tool_calls}
+    if run.reason != "done":
+        return ToolResult(
+            f"error: the subagent for \"{label}\" stopped without an answer: {run.error} "
+            f"Its conversation so far is in {run.transcript}. Do the work yourself, or "
+            "call task again with a narrower prompt.", is_error=True, meta=meta)
+    answer = run.answer.strip() or "(the subagent gave an empty answer)"
+    shown, saved = head_or_spill(answer, run.limit, ctx, "task", "answer")
+    if saved:
+        saved["offset"] = 0  # the saved answer's first line comes after the header line
+    head = (f"[answer of the subagent for \"{label}\", after {run.turns} model calls and "
+            f"{run.tool_calls} tool calls; its whole conversation: {run.transcript}]")
+    summary = f"answered after {run.tool_calls} tool calls"
+    return ToolResult(f"{head}\n{shown}", meta={**meta, **saved, "summary": summary})
