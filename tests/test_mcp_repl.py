@@ -102,3 +102,53 @@ def test_a_slow_server_never_holds_up_the_prompt(fake_server: Any, tmp_path: Pat
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+SDK_MARK = "<<the MCP SDK is being imported>>"
+# Loaded by the interpreter at start-up (site imports `sitecustomize` from PYTHONPATH): an
+# audit hook that prints SDK_MARK to the terminal the moment anything imports `mcp`.
+IMPORT_WATCH = f'''import sys
+
+_told = []
+
+
+def _watch(event, args):
+    if event == "import" and not _told and (args[0] == "mcp" or args[0].startswith("mcp.")):
+        _told.append(True)
+        sys.__stderr__.write("\\n{SDK_MARK}\\n")
+        sys.__stderr__.flush()
+
+
+sys.addaudithook(_watch)
+'''
+
+
+@pytest.mark.skipif(SWIVAL is None, reason="install first: pip install -e . --no-deps")
+def test_the_prompt_is_drawn_before_the_sdk_is_imported(fake_server: Any,
+                                                        tmp_path: Path) -> None:
+    """With servers configured, nothing on the way to the prompt imports the MCP SDK
+    (about a second on a busy machine): the terminal shows the prompt first and the
+    SDK's import after it, when the servers start in the background."""
+    pexpect = pytest.importorskip("pexpect")
+    (tmp_path / ".git").mkdir()
+    config = tmp_path / ".config"
+    (config / "swival").mkdir(parents=True)
+    (config / "swival" / "config.toml").write_text(table("basic", "basic", trust="true"))
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(IMPORT_WATCH)
+    server = fake_server(kind="llamacpp", window=16_384)
+    path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(config),
+           "NO_COLOR": "1", "TERM": "xterm-256color", "PYTHONPATH": path}
+    child = pexpect.spawn(SWIVAL, ["--provider", "llamacpp", "--base-url", server.url],
+                          cwd=str(tmp_path), env=env, encoding="utf-8", dimensions=(40, 120),
+                          timeout=30)
+    try:
+        first = child.expect_exact([PROMPT, SDK_MARK])
+        assert first == 0, "the MCP SDK was imported before the prompt was drawn"
+        child.expect_exact(SDK_MARK)  # the servers start once the prompt is up
+        child.send("/exit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
