@@ -98,7 +98,7 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                               "| tool1,tool2 added to the read-only ones "
                                               "[read-only].")] = None,
     subagent_max_turns: Annotated[int | None, Opt(help="Most model calls of one subagent "
-                                                  "[25].")] = None,
+                                                  "[40].")] = None,
     tool_result_share: Annotated[float | None, Opt(help="Max share of the input budget per "
                                                    "tool result [0.2].")] = None,
     compaction_trigger: Annotated[float | None, Opt(help="Compact at this share [0.85].")] = None,

@@ -188,7 +188,7 @@ KEYS: tuple[Key, ...] = (
     Key("subagent_tools", str, "read-only", "Tools of a subagent (the task tool): "
         "read-only, all, or a comma-separated list of tools added to the read-only ones",
         trusted_only=True),
-    Key("subagent_max_turns", int, 25, "Most model calls of one subagent", minimum=1),
+    Key("subagent_max_turns", int, 40, "Most model calls of one subagent", minimum=1),
     Key("tool_result_share", float, 0.2, "Largest share of the input budget one tool "
         "result may take", minimum=0.01),
     Key("compaction_trigger", float, 0.85, "Compact when the prompt reaches this share of "
@@ -235,7 +235,7 @@ class Settings:
     edits: str = "auto"
     read_only: bool = False
     subagent_tools: str = "read-only"
-    subagent_max_turns: int = 25
+    subagent_max_turns: int = 40
     tool_result_share: float = 0.2
     compaction_trigger: float = 0.85
     compaction_target: float = 0.6

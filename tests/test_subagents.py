@@ -213,3 +213,14 @@ def test_json_counts_the_children_apart(tmp_path: Path,
     assert report["tokens"] == {"prompt": 640, "completion": 23}
     assert report["subagents"] == {"tasks": 1, "failed": 0,
                                    "tokens": {"prompt": 500, "completion": 7}}
+
+
+def test_a_projects_subagent_tools_apply_only_when_trusted(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "swival.toml").write_text('subagent_tools = "all"\nsubagent_max_turns = 5\n')
+    untrusted = load_settings({}, cwd=tmp_path)
+    assert untrusted.subagent_tools == "read-only"
+    assert untrusted.held_back == {"subagent_tools": "all"}
+    assert untrusted.subagent_max_turns == 5  # a limit, not a power: applies untrusted
+    trusted = load_settings({}, cwd=tmp_path, trusted=lambda file, keys: True)
+    assert trusted.subagent_tools == "all"
