@@ -228,8 +228,10 @@ def section(table: list[tuple[str, ...]]) -> str:
         "slot keeps the last prompt it computed and its reply, a request reuses the longest "
         "run of equal elements (tool schemas first, then messages), the rest is prefill. "
         "One slot is llama.cpp's default, LM Studio and Ollama with one parallel request; "
-        "two is `llama-server --parallel 2` (a request takes the slot sharing the most with "
-        "it). Tokens are the context engine's counter.\n\n"
+        "two and three are `llama-server --parallel 2` and `3` (a request takes the slot "
+        "sharing the most with it, else the one used least recently). Tokens are the "
+        "context engine's counter; session ids (the time and a random part) are named in "
+        "the prompts, so figures move by a few tokens a request from run to run.\n\n"
         + markdown(table) + "\n\n"
         "What the columns mean. *Parent's prompt at the follow-up* is what the parent carries "
         "on with: inline, the exploration stays in its context (compacted where the window "
@@ -237,8 +239,13 @@ def section(table: list[tuple[str, ...]]) -> str:
         "exploration* is the request that reads the result: inline it only adds the last "
         "tool result; delegated, on one slot the child's requests took the slot (with other "
         "tool schemas, so nothing is shared) and the parent's whole prompt is computed "
-        "again; on two slots the parent's stays cached. The child's own requests are the "
-        "exploration's prefill, paid in either case, in a context of its own.\n"
+        "again; with a slot of its own the parent's prompt stays cached. At 8K the subagent "
+        "compacts, and its recap calls (no tools: they share nothing either) take the slot "
+        "used least recently, the parent's, so only a third slot keeps it. *Prefill of all "
+        "requests* is mostly the exploration, paid either way (delegated, in the child's "
+        "context); at 8K the child compacts at other points than the inline run (2 recap "
+        "calls against 8, leaving larger prompts to compute again after each), which costs "
+        "more in all.\n"
     )
 
 

@@ -239,12 +239,14 @@ def subagent_tools(value: str) -> tuple[str, ...] | None:
         return ()
     if wanted == ["all"]:
         return None
-    known = [tool.spec.name for tool in default_tools()]
+    tools = default_tools()
+    known = [tool.spec.name for tool in tools]
     unknown = [n for n in wanted if n not in known and not n.startswith(("mcp__", "mcp_"))]
     if unknown:
         raise ConfigError(f"subagent_tools: no tool named {', '.join(unknown)}. Use "
                           f"read-only, all, or tools from: {', '.join(known)}.")
-    return tuple(wanted)
+    read_only = {tool.spec.name for tool in tools if tool.read_only}
+    return tuple(n for n in wanted if n not in read_only)  # those are there anyway
 
 
 class Subagents:

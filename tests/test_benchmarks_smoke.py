@@ -79,3 +79,15 @@ def test_sandbox_benchmark_runs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "| `run_command` running `true`, sandboxed |" in result.stdout \
         or "No working bubblewrap" in result.stdout
+
+
+def test_subagent_benchmark_measures_the_evicted_parent() -> None:
+    from benchmarks.subagent_prefill import measure, run
+    from swival.context.tokens import TokenCounter
+
+    counter = TokenCounter()
+    inline, delegated = (measure(run(16_384, d, counter)) for d in (False, True))
+    assert inline.counts == "27 / 0 / 0" and delegated.counts == "3 / 26 / 0"
+    assert delegated.carried * 3 < inline.carried  # the parent keeps the answer only
+    one, two, _ = delegated.after
+    assert one > 10 * two  # on one slot the child's requests evicted the parent's prompt

@@ -28,19 +28,18 @@ PARAMETERS = {
     "properties": {
         "description": {"type": "string", "description": "A few words naming the job."},
         "prompt": {"type": "string", "description": (
-            "Complete instructions. The subagent sees nothing of this conversation; say "
-            "what to look at and exactly what to report.")},
+            "Complete instructions; the subagent sees nothing of this conversation. Say "
+            "what to report.")},
     },
     "required": ["description", "prompt"],
 }
 READ_ONLY_TEXT = (
-    "Hand a self-contained investigation (surveying files, finding where something is "
-    "done) to a subagent with a fresh context and read-only tools. Only its final answer "
-    "comes back, so your context pays for the conclusion, not the exploration.")
+    "Delegate a self-contained investigation (surveying files, finding where something "
+    "is done) to a subagent with a fresh context and read-only tools. Only its final "
+    "answer comes back: you pay for the conclusion, not the exploration.")
 WIDENED_TEXT = (
-    "Hand a self-contained job to a subagent with a fresh context and your tools. Only "
-    "its final answer comes back, so your context pays for the conclusion, not the work.")
-
+    "Delegate a self-contained job to a subagent with a fresh context and your tools. "
+    "Only its final answer comes back: you pay for the conclusion, not the work.")
 
 class Task:
     """`task(description, prompt)`. `read_only`: the children get read-only tools only,
