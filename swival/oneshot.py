@@ -112,12 +112,7 @@ def run_oneshot(session: Session, task: str) -> int:
         if not settings.quiet:
             err.print(f"[yellow]{note}[/yellow]", soft_wrap=True)
     tally = Tally()
-
-    def heard(event: Event) -> None:  # a subagent's step, while a task call runs
-        tally.add(event)
-        printer.handle(event)
-
-    session.agent.tool_ctx.on_event = heard
+    _hear_subagents(session, tally, printer)
     error: SwivalError | None = None
     signal_code: int | None = None
     agent = session.agent
@@ -148,6 +143,17 @@ def run_oneshot(session: Session, task: str) -> int:
     elif finished and finished.reason == "interrupted":
         print("swival: terminated" if code == 143 else "swival: interrupted", file=sys.stderr)
     return code
+
+
+def _hear_subagents(session: Session, tally: Tally, printer: ProgressPrinter) -> None:
+    """A subagent's steps, while a task call runs, are counted and shown like the
+    agent's own events."""
+
+    def heard(event: Event) -> None:
+        tally.add(event)
+        printer.handle(event)
+
+    session.agent.tool_ctx.on_event = heard
 
 
 def print_failure(settings: Settings, error: SwivalError) -> int:

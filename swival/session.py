@@ -189,7 +189,7 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     state_dir = prepare_state_dir(root)
     approvals = Approvals()
     fetch_policy = FetchPolicy(settings.fetch, yolo=settings.yolo, approvals=approvals)
-    widen = subagent_tools(settings.subagent_tools)
+    widen = subagent_tools(settings.subagent_tools)  # () widens nothing: children read only
     registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled,
                                           task=Task(read_only=widen == ())),
                             read_only=settings.read_only)
