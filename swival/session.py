@@ -48,7 +48,6 @@ STOPPED = {
     "max_turns": "it reached its limit of {turns} model calls without a final answer "
                  "(subagent_max_turns).",
     "output_limit": "its replies were cut by the output limit again and again.",
-    "interrupted": "it was interrupted.",
 }
 
 

@@ -95,9 +95,10 @@ class McpTools:
         schemas sent stay the same."""
         if self.plan is None:
             return []
+        before = self.registry.schemas()
         notes = self.install(input_budget, changes_only=True)
-        if not notes:
-            return []
+        if self.registry.schemas() == before:
+            return notes  # only a server's failure to report, if any
         return [f"MCP tool schemas planned again for the {self.plan.budget}-token input "
                 f"budget{' in plan mode' if self.registry.read_only else ''}: "
                 f"{self.plan.total} tokens sent.", *notes]
