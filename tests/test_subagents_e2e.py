@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 
 from swival.agent import INTERRUPTED_RESULT
-from tests.e2e import assert_valid_chat, request_text, run_swival
+from tests.e2e import assert_valid_chat, request_text, run_swival, swival_command
 from tests.fakeserver import FakeServer, Reply, estimate_tokens, text, tool
 
 pytestmark = pytest.mark.timeout(120)
@@ -131,3 +133,33 @@ def test_ctrl_c_during_a_child_keeps_the_conversation_valid(fake_server: Any,
     kept = [r["message"] for r in records if r["type"] == "message"]
     assert_valid_chat(kept)  # the child's conversation was closed too
     assert kept[-1]["role"] == "tool" and "owner: ada" in kept[-1]["content"]
+
+
+def test_sigterm_during_a_child_stops_both_and_keeps_them_valid(fake_server: Any,
+                                                                tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("owner: ada\n")
+    router = Router(parent=[tool("task", description="survey the notes",
+                                 prompt="Read notes.txt and say who owns it.")],
+                    child=[tool("read_file", file_path="notes.txt"),
+                           Reply(mode="hang", hang=30)])
+    server: FakeServer = fake_server(kind="llamacpp", window=8192)
+    server.script(*router.items())
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / ".xdg"), "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [*swival_command(), "--provider", "llamacpp", "--base-url", server.url, "--json",
+         "-p", "who owns the notes?"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(server.requests) < 3:  # the child's second request, which hangs
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    report = json.loads(out)
+    assert report["exit_reason"] == "interrupted" and report["subagents"]["tasks"] == 1
+    assert report["subagents"]["failed"] == 1 and "Traceback" not in err
+    for path in (tmp_path / ".swival" / "sessions").glob("*.jsonl"):  # parent and child
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        assert_valid_chat([r["message"] for r in records if r["type"] == "message"])
+    assert len(list((tmp_path / ".swival" / "sessions").glob("*-task1.jsonl"))) == 1
