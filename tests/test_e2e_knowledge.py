@@ -16,9 +16,11 @@ SUMMARY = "FINDINGS-7Q: parse() in a.py calls b.validate(); c.py holds the const
 
 def test_snapshot_restore_frees_context_and_the_summary_stays(fake_server: Any,
                                                               tmp_path: Path) -> None:
+    # Sized so that no prompt, as the fake server counts it, lands just under 4096 tokens:
+    # a figure pinned under a power of two reads as a silent cut (context/calibration.py).
     for name in "abcd":
         (tmp_path / f"{name}.py").write_text("".join(
-            f"def {name}_helper_{i}(x):\n    return x + {i}\n\n" for i in range(60)))
+            f"def {name}_helper_{i}(x):\n    return x + {i}\n\n" for i in range(55)))
     server = fake_server(kind="llamacpp", window=8192).script(
         tool("snapshot", action="save", label="investigate"),
         tool("read_file", file_path="a.py"),
