@@ -142,7 +142,7 @@ def test_fifteen_step_read_heavy_session_fits_8k(fake_server: Any, tmp_path: Pat
     report = json.loads(result.stdout)
     assert result.returncode == 0, result.stderr
     assert report["answer"] == "Read 15 modules." and report["tool_calls"] == 15
-    assert all(len(r["tools"]) == 11 for r in server.requests)  # task included, "tools offered on every request"
+    assert all(len(r["tools"]) == 11 for r in server.requests), "tools offered on every request"
     assert all("exceed" not in json.dumps(r) for r in server.requests)
     assert report["compactions"], "8K cannot hold 15 such files without compaction"
     for body in server.requests:
