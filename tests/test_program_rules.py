@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from swival.tools.program_rules import risk, written_files
+from swival.tools.program_rules import risk
+from swival.tools.program_writes import written_files
 
 
 @pytest.mark.parametrize(("command", "named"), [

@@ -127,6 +127,67 @@ BYPASSES = [
     ("cd && git status", "`cd` without exactly one directory"),
     ("cd - && git status", "`cd` without exactly one directory"),
     ("git status 'unclosed", "does not parse"),
+    # Long options abbreviated, as git and GNU getopt accept them; short-option clusters.
+    ("git rebase --exe='touch y' HEAD~1", "`git rebase --exe` (short for --exec)"),
+    ("git fetch --upload-pa='touch y' origin", "(short for --upload-pack)"),
+    ("git ls-remote --upload-p='touch y' .", "`git ls-remote --upload-p`"),
+    ("git push --receive-p=evil origin", "(short for --receive-pack)"),
+    ("git clone --conf core.fsmonitor='touch y' . c", "`git clone --conf` (short for --config)"),
+    ("git log --ext-dif", "`git log --ext-dif` (short for --ext-diff)"),
+    ("git commit --templ=/tmp/t", "(short for --template)"),
+    ("git grep --open-files-in=vi x", "(short for --open-files-in-pager)"),
+    ("git config --ad core.pager 'touch y'", "`git config` in a form that changes"),
+    ("git config --get x --repl y", "`git config` in a form that changes"),
+    ("env -iS'touch y'", "`env`, which runs another program"),
+    ("env --split-s='touch y'", "`env`, which runs another program"),
+    ("env -u HOME -0S'touch y'", "`env`, which runs another program"),
+    ("make --ev='$(shell touch y)'", "(short for --eval)"),
+    ("make --fil=/tmp/evil.mk", "(short for --file)"),
+    ("make --dir=/tmp", "(short for --directory)"),
+    ("make -kf /tmp/evil.mk", "`make -kf`"),
+    ("sort --outp={out}/x notes.txt", "writing `{out}/x`, outside the workspace"),
+    ("sort --compress-prog=./evil -S 1 notes.txt", "(short for --compress-program)"),
+    ("install --strip-prog=./evil -s notes.txt bin/", "(short for --strip-program)"),
+    ("printf -v'a[$(touch y)]' 1", "`printf -v`"),
+    ("sed --line-length 5 'w /tmp/x' notes.txt", "sed's `w` command"),
+    # Programs that write their path operands, git among them.
+    ("git checkout-index -f --prefix=.git/hooks/ pre-commit", "writing `.git/hooks/`, inside"),
+    ("git checkout-index -a --prefix=.gi", "`git checkout-index --prefix=.gi`, a prefix"),
+    ("git worktree add ../outside-wt", "writing `../outside-wt`, outside the workspace"),
+    ("git init --separate-git-dir={out}/g x", "writing `{out}/g`, outside the workspace"),
+    ("git init {out}/r", "writing `{out}/r`, outside the workspace"),
+    ("git clone . {out}/x", "writing `{out}/x`, outside the workspace"),
+    ("git bundle create {out}/b HEAD", "writing `{out}/b`, outside the workspace"),
+    ("git archive -o {out}/a.tar HEAD", "writing `{out}/a.tar`, outside the workspace"),
+    ("git apply --unsafe-paths x.patch", "`git apply --unsafe-paths`"),
+    ("git clean -fdx", "`git clean -x`"),
+    ("cp notes.txt .git/hooks/pre-commit", "writing `.git/hooks/pre-commit`, inside .git/"),
+    ("cp -t .git/hooks notes.txt", "writing `.git/hooks`, inside .git/"),
+    ("cp notes.txt {out}/x", "writing `{out}/x`, outside the workspace"),
+    ("cp -b --suffix=/../../x notes.txt copy.txt", "writing `copy.txt/../../x`, outside"),
+    ("mv notes.txt .git/hooks/post-checkout", "writing `.git/hooks/post-checkout`, inside"),
+    ("mv ../ref/data.txt here.txt", "writing `../ref/data.txt`, outside the workspace"),
+    ("touch .git/hooks/pre-commit", "writing `.git/hooks/pre-commit`, inside .git/"),
+    ("touch .SWIVAL/sessions/x.jsonl", "writing `.SWIVAL/sessions/x.jsonl`, inside"),
+    ("touch .Git/hooks/pre-commit", "writing `.Git/hooks/pre-commit`, inside .git/"),
+    ("chmod +x .git/hooks/pre-commit", "writing `.git/hooks/pre-commit`, inside .git/"),
+    ("chmod -x,u+x .git/hooks/pre-commit", "writing `.git/hooks/pre-commit`, inside .git/"),
+    ("ln -s .git/hooks/pre-commit h", "writing `.git/hooks/pre-commit`, inside .git/"),
+    ("ln notes.txt {out}/hard", "writing `{out}/hard`, outside the workspace"),
+    ("mkdir -p {out}/d", "writing `{out}/d`, outside the workspace"),
+    ("install notes.txt {out}/x", "writing `{out}/x`, outside the workspace"),
+    ("install -d .git/hooks/x", "writing `.git/hooks/x`, inside .git/"),
+    ("tee .git/hooks/pre-commit", "writing `.git/hooks/pre-commit`, inside .git/"),
+    ("rm -rf {out}", "writing `{out}`, outside the workspace"),
+    ("rm .swival/sessions.jsonl", "writing `.swival/sessions.jsonl`, inside"),
+    ("dd if=notes.txt of={out}/x", "writing `{out}/x`, outside the workspace"),
+    ("truncate -s 0 {out}/x", "writing `{out}/x`, outside the workspace"),
+    # A path checked now may lead elsewhere once a link is made or moved before the write.
+    ("ln -s sub/x h && git status > h", "writing `h` after `ln`, which can create or move"),
+    ("git checkout evil && git status > h", "writing `h` after `git checkout`"),
+    ("mv sub sub2 && cd sub2 && git status", "`cd sub2` after `mv`"),
+    ("git status > h | git stash", "writing `h` after `git stash`"),
+    ("cp -r sub copy && git log > copy/x", "writing `copy/x` after `cp`"),
 ]
 
 ALLOWED = [
@@ -365,6 +426,46 @@ def test_describe() -> None:
 def test_question_shows_control_characters_as_escapes() -> None:
     question = Question("echo safe\x1b[2K\rrm -rf x\n", (), ())
     assert question.shown == "echo safe\\x1b[2K\\rrm -rf x\n"
+
+
+WRITERS = "git,cp,mv,ln,touch,mkdir,chmod,install,tee,rm,sort,env,make,printf,ls"
+
+
+@pytest.mark.parametrize("command", [
+    "cp notes.txt copy.txt",
+    "cp notes.txt copy.txt > log.txt",
+    "mv notes.txt sub/notes.txt",
+    "touch sub/new",
+    "mkdir -p sub/a/b",
+    "chmod +x notes.txt",
+    "chmod 644 notes.txt sub",
+    "ln -s notes.txt link",
+    "ln -s ../lib/x sub/link",
+    "install -m 644 notes.txt sub/",
+    "rm -f sub/old",
+    "ls | tee listing.txt",
+    "sort -o sorted.txt notes.txt",
+    "sort --output=sorted.txt --check notes.txt",
+    "git checkout-index -a --prefix=export/",
+    "git worktree list",
+    "git clone . sub/clone",
+    "git bundle create repo.bundle HEAD",
+    "git format-patch --to=someone@example.com -1",
+    "git checkout-index --temp notes.txt",
+    "git checkout main",
+    "git status > s.txt && git checkout main",
+    "git config --global --get user.name",
+    "git config --list --show-origin",
+    "git clean -fd",
+    "env",
+    "env -i A=1",
+    "env -u HOME",
+    "make -j4 test",
+    "make --dry-run --debug",
+    "printf '%s' x",
+])
+def test_plain_writes_inside_the_workspace_run_unasked(ws: Workspace, command: str) -> None:
+    assert CommandPolicy(WRITERS, workspace=ws).approve(command) is None
 
 
 def test_policy_wired_into_run_command(tmp_path: Path) -> None:

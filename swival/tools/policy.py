@@ -30,14 +30,14 @@ from pathlib import Path
 
 from swival.errors import ConfigError
 from swival.tools.base import ToolContext
-from swival.tools.program_rules import risk, written_files
-from swival.tools.shell_parse import Redirect, Script, parse
-from swival.tools.workspace import FORBIDDEN_WRITE_PARTS, readable_roots, writable_roots
+from swival.tools.program_rules import risk
+from swival.tools.program_writes import git_subcommand, makes_links, written_files
+from swival.tools.shell_parse import Redirect, Script, SimpleCommand, parse
+from swival.tools.workspace import protected_part, readable_roots, writable_roots
 
 KEYWORD_MODES = ("ask", "all", "none")
 ALWAYS_ALLOWED = frozenset({"cd", "pwd", "true", "false"})
 PROGRAM_NAME = re.compile(r"^[\w.+/-]+$")
-PROTECTED_PARTS = FORBIDDEN_WRITE_PARTS | {".swival"}
 DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 
 HOW_TO_ALLOW = ("restart with --commands all, --yolo, or an allowlist such as "
@@ -49,6 +49,8 @@ INSTEAD = {
     "read": "read only inside the workspace",
     "cd": "stay inside the workspace",
     "path": "ask the user to remove relative directories from PATH",
+    "links": "run the command that creates or moves links on its own, then check the "
+             "result before writing there",
 }
 
 
@@ -194,9 +196,7 @@ class CommandPolicy:
         every directory the command may run in. `cd D && next` runs `next` in D when the `cd`
         starts its `&&` chain; after `;` or `||` the old directories remain possible, and
         a `cd` inside a pipeline moves nothing."""
-        commands = script.commands
-        joins = [";", *(script.operators if len(script.operators) == len(commands) - 1
-                        and not script.constructs else [";"] * (len(commands) - 1)), ";"]
+        commands, joins = script.commands, _joins(script)
         cwds = {self.workspace.root}
         reached = set(cwds)  # every directory this `&&`/`||` chain may have left us in
         found: list[Finding] = []
@@ -215,7 +215,7 @@ class CommandPolicy:
             cwds = after if joins[i + 1] == "&&" and joins[i] in (";", "&&") else reached
             if joins[i + 1] == ";":
                 reached = set(cwds)
-        return found
+        return found + _after_links(script, joins)
 
     def _target(self, redirect: Redirect, cwds: set[Path]) -> list[Finding]:
         target = redirect.target or ""
@@ -229,7 +229,7 @@ class CommandPolicy:
             if path is None or root is None:
                 return [Finding(f"{label}, outside the workspace",
                                 INSTEAD["write" if write else "read"])]
-            if write and PROTECTED_PARTS.intersection(path.relative_to(root).parts):
+            if write and protected_part(path.relative_to(root).parts):
                 return [Finding(f"{label}, inside .git/ or .swival/", INSTEAD["write"])]
         return []
 
@@ -261,6 +261,57 @@ class CommandPolicy:
         if answer == "once":
             return None
         return "the user declined to run it. Ask them, or continue without running it."
+
+
+def _joins(script: Script) -> list[str]:
+    """The operator before and after each command (`;` at both ends); all `;` when the
+    script has constructs (it needs approval anyway, and its operators may not line up)."""
+    inner = len(script.commands) - 1
+    fits = len(script.operators) == inner and not script.constructs
+    return [";", *(script.operators if fits else [";"] * inner), ";"]
+
+
+def _after_links(script: Script, joins: list[str]) -> list[Finding]:
+    """Writes and `cd`s that may run after a command that creates or moves links (or
+    beside it, in one pipeline): a path checked now may lead elsewhere by then, through
+    a link made in between (`ln -s .git/hooks/pre-commit h && git status > h`)."""
+    group = 0
+    groups = []  # the pipeline each command belongs to
+    for i in range(len(script.commands)):
+        group += joins[i] != "|"
+        groups.append(group)
+    makers = [i for i, c in enumerate(script.commands) if makes_links(c.words)]
+    found: list[Finding] = []
+    for j, simple in enumerate(script.commands):
+        maker = next((i for i in makers if i < j or (i != j and groups[i] == groups[j])),
+                     None)
+        if maker is None:
+            continue
+        what = _sensitive(simple)
+        if what:
+            found.append(Finding(
+                f"{what} after `{_program(script.commands[maker])}`, which can create or "
+                "move links: the path may lead elsewhere by then", INSTEAD["links"]))
+    return found
+
+
+def _sensitive(simple: SimpleCommand) -> str | None:
+    """The first write or `cd` of `simple` whose path must not change under it."""
+    targets = [r.target for r in simple.redirects
+               if r.writes and r.target is not None and r.target not in DEVICES]
+    targets += written_files(simple.words)
+    if targets:
+        return f"writing `{targets[0]}`"
+    if simple.words[0] == "cd":
+        return f"`{' '.join(simple.words)}`"
+    return None
+
+
+def _program(simple: SimpleCommand) -> str:
+    """The program as a person names it: `ln`, or `git checkout` with its subcommand."""
+    words = simple.words
+    found = git_subcommand(list(words[1:])) if words[0] == "git" else None
+    return f"git {found[0]}" if found else words[0]
 
 
 def _resolved(cwds: set[Path], target: str) -> list[Path | None]:

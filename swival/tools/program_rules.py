@@ -4,10 +4,11 @@
 for a person, what needs approval even when the program is on the allowlist:
 `git -c`, `find -exec`, `sed`'s `e` and `w` commands, `awk`'s `system()`, `npm install`,
 `make SHELL=…`, and programs whose whole job is to run another one (`xargs`, `env CMD`,
-`timeout`, shells). `written_files(words)` lists the files the command line tells the
-program to write (`sed -i`, `sort -o`, `tee`, ...), which are checked like redirections.
-What a repository's own configuration makes a program do (`.git/config`, a Makefile,
-package.json scripts) is beyond this table: the OS sandbox contains it.
+`timeout`, shells). Long options are matched however abbreviated (`--exe` is `--exec`)
+and short-option clusters are read whole (`env -iS'cmd'`), as the programs read them
+(swival/tools/argv.py). The files a command line tells a program to write are found by
+program_writes. What a repository's own configuration makes a program do (`.git/config`,
+a Makefile, package.json scripts) is beyond this table: the OS sandbox contains it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,13 @@ from collections.abc import Callable, Sequence
 from pathlib import PurePath
 
 from swival.tools import sed_script
+from swival.tools.argv import (
+    cluster_values,
+    in_cluster,
+    is_cluster,
+    long_option,
+    option_values,
+)
 
 SHELL_CODE = {
     "eval": "runs its arguments as shell code",
@@ -34,7 +42,7 @@ RUNNERS = frozenset({
     "xargs", "nohup", "timeout", "nice", "time", "command", "sudo", "doas", "su", "runuser",
     "watch", "setsid", "stdbuf", "chroot", "ionice", "taskset", "strace", "ltrace", "flock",
     "unbuffer", "parallel", "script", "nsenter", "unshare", "chrt", "systemd-run",
-    "npx", "pnpx", "bunx",
+    "npx", "pnpx", "bunx", "jobs", "compgen",
 })
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh",
                     "busybox"})
@@ -45,17 +53,23 @@ GIT_QUIET_GLOBALS = frozenset({
 })
 GIT_ELSEWHERE = ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix")
 GIT_RUNNING_COMMANDS = frozenset({
-    "filter-branch", "difftool", "mergetool", "hook", "send-email", "daemon", "instaweb",
-    "web--browse", "credential", "upload-pack", "receive-pack",
+    "filter-branch", "filter-repo", "difftool", "mergetool", "hook", "send-email", "daemon",
+    "instaweb", "web--browse", "credential", "upload-pack", "receive-pack", "maintenance",
+    "fsmonitor--daemon", "p4", "svn", "cvsimport", "cvsserver", "cvsexportcommit",
+    "archimport", "quiltimport",
 })
+GIT_RUNNING_PREFIXES = ("credential-", "remote-")  # credential-store, remote-ext ...
 GIT_RUNNING_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--template",
                        "--open-files-in-pager", "--ext-diff", "--extcmd", "--tool")
+# Options of a subcommand that a dangerous option's name starts with: git takes an
+# exact name before an abbreviation (`git format-patch --to`, `checkout-index --temp`).
+GIT_EXACT = {"format-patch": ("--to",), "checkout-index": ("--temp",)}
 # Short options that run a program or set configuration, per subcommand (`rebase -x`).
 GIT_RUNNING_SHORT = {"rebase": "x", "clone": "uc", "ls-remote": "u", "grep": "O"}
-GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch",
-                              "--get-color", "--get-colorbool", "--list", "-l"})
-GIT_CONFIG_WRITES = frozenset({"--add", "--unset", "--unset-all", "--replace-all", "--edit",
-                               "-e", "--rename-section", "--remove-section"})
+GIT_CONFIG_READS = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color",
+                    "--get-colorbool", "--list")
+GIT_CONFIG_WRITES = ("--add", "--unset", "--unset-all", "--replace-all", "--edit",
+                     "--rename-section", "--remove-section")
 FIND_ACTIONS = {
     "-exec": "runs a program for each file", "-execdir": "runs a program for each file",
     "-ok": "runs a program for each file", "-okdir": "runs a program for each file",
@@ -68,11 +82,13 @@ PACKAGE_QUERIES = frozenset({
     "explain", "root", "prefix", "freeze", "check", "inspect", "hash", "tree",
 })
 PACKAGE_FLAGS = frozenset({"--version", "-v", "-V", "--help", "-h"})
-OUTPUT_OPTIONS = {
-    "sort": ("o", ("--output",)),
-    "git": ("o", ("--output", "--output-directory")),
-}
 MAKE_CODE_LONG = ("--file", "--makefile", "--eval", "--directory", "--include-dir")
+ENV_VALUED = ("--unset", "--chdir", "--split-string")
+# Long options that make a program run another one: program -> {option: what it runs}.
+RUNNING_LONG = {
+    "sort": {"--compress-program": "a program to compress its temporary files"},
+    "install": {"--strip-program": "a program to strip what it installs"},
+}
 AWK_RISKS = (
     (re.compile(r"\bsystem\s*\("), "`system()`, which runs a command"),
     (re.compile(r"(?<!\|)\|(?!\|)"), "a `|` pipe to or from a command"),
@@ -99,62 +115,27 @@ def risk(words: Sequence[str]) -> str | None:
     return rule(args) if rule else None
 
 
-def written_files(words: Sequence[str]) -> tuple[str, ...]:
-    """Files (for `git format-patch -o`, a directory) that the program writes because the
-    command line names them: `sed -i`, `sort -o`, `tee`, `uniq IN OUT`, `git --output`.
-    The policy checks them like output redirections."""
-    name, args = PurePath(words[0]).name, list(words[1:])
-    if name in ("sed", "gsed"):
-        parsed = sed_script.parse_args(args)
-        return tuple(parsed.files) if parsed.in_place else ()
-    if name == "tee":
-        return tuple(_operands(args, ()))
-    if name == "uniq":  # `uniq [IN [OUT]]`; a long option's value may be read as IN
-        return tuple(_operands(args, ("f", "s", "w"))[1:])
-    if name in OUTPUT_OPTIONS:
-        return tuple(_option_values(args, *OUTPUT_OPTIONS[name]))
-    return ()
-
-
-def _operands(args: list[str], valued: tuple[str, ...]) -> list[str]:
-    """The non-option arguments, skipping the value of each short option in `valued`."""
-    out: list[str] = []
+def _env_runs(args: list[str]) -> bool:
+    """Whether GNU env's arguments name a program to run: an operand that is not a
+    `NAME=value` assignment, or `-S`/`--split-string` (also inside a cluster such as
+    `-iS'cmd'`, or abbreviated)."""
     skip = False
     for k, arg in enumerate(args):
         if skip:
             skip = False
         elif arg == "--":
-            return out + args[k + 1:]
-        elif arg.startswith("-") and arg != "-":
-            skip = not arg.startswith("--") and arg[-1] in valued
-        else:
-            out.append(arg)
-    return out
-
-
-def _option_values(args: list[str], short: str, longs: tuple[str, ...]) -> list[str]:
-    """Values given to the short option letter `short` (`-o F`, `-oF`, `-uo F`) or to
-    one of `longs` (`--output F`, `--output=F`)."""
-    out = []
-    for k, arg in enumerate(args):
-        following = args[k + 1:k + 2]
-        name, eq, value = arg.partition("=")
-        if name in longs:
-            out += [value] if eq else following
-        elif _short(arg, short):
-            rest = arg[arg.index(short) + 1:]
-            out += [rest] if rest else following
-    return out
-
-
-def _env_runs(args: list[str]) -> bool:
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in ("-u", "-C", "--unset", "--chdir"):
-            skip = True
-        elif arg.startswith(("-S", "--split-string")) or not (arg.startswith("-") or "=" in arg):
+            return k + 1 < len(args)
+        elif arg.startswith("--"):
+            option = long_option(arg, ENV_VALUED)
+            if option == "--split-string":
+                return True
+            skip = option is not None and "=" not in arg
+        elif is_cluster(arg):
+            options = cluster_values(arg, "uCS")
+            if any(letter == "S" for letter, _ in options):
+                return True
+            skip = options[-1][1] == ""
+        elif arg != "-" and "=" not in arg:
             return True
     return False
 
@@ -185,30 +166,48 @@ def _git(args: list[str]) -> str | None:
 
 
 def _git_subcommand(sub: str, rest: list[str]) -> str | None:
-    if sub in GIT_RUNNING_COMMANDS:
+    if sub in GIT_RUNNING_COMMANDS or sub.startswith(GIT_RUNNING_PREFIXES):
         return f"`git {sub}`, which runs other programs"
     if (sub, rest[:1]) in (("bisect", ["run"]), ("submodule", ["foreach"])):
         return f"`git {sub} {rest[0]}`, which runs a command"
     if sub == "config" and not _git_config_reads(rest):
         return "`git config` in a form that changes configuration (settings can run programs)"
-    for arg in rest:
-        option = arg.split("=")[0]
-        letters = GIT_RUNNING_SHORT.get(sub, "")
-        if option in GIT_RUNNING_OPTIONS or (sub, option) == ("clone", "--config") or any(
-                _short(arg, letter) for letter in letters):
-            return f"`git {sub} {option}`, which can run programs"
+    dangerous = GIT_RUNNING_OPTIONS + (("--config",) if sub == "clone" else ())
+    for arg in rest[:rest.index("--")] if "--" in rest else rest:
+        written = arg.split("=", 1)[0]
+        option = None if written in GIT_EXACT.get(sub, ()) else long_option(arg, dangerous)
+        letter = in_cluster(arg, GIT_RUNNING_SHORT.get(sub, ""))
+        if option or letter:
+            return f"`git {sub} {written}`{_meaning(written, option)}, which can run programs"
+    return _git_path_risk(sub, rest)
+
+
+def _meaning(written: str, option: str | None) -> str:
+    """The note ` (short for --exec)` when `written` abbreviates `option`."""
+    return f" (short for {option})" if option and option != written else ""
+
+
+def _git_path_risk(sub: str, rest: list[str]) -> str | None:
+    """git arguments that write where the path checks cannot follow."""
+    if sub == "checkout-index":
+        odd = [p for p in option_values(rest, "", ("--prefix",)) if not p.endswith("/")]
+        if odd:
+            return (f"`git checkout-index --prefix={odd[0]}`, a prefix git glues to each file "
+                    "name (only a directory ending in / can be checked)")
+    if sub == "apply" and any(long_option(a, ("--unsafe-paths",)) for a in rest):
+        return "`git apply --unsafe-paths`, which writes outside the repository"
+    if sub == "clean" and any(in_cluster(a, "xX") for a in rest):
+        return ("`git clean -x`, which also deletes ignored files, Swival's own state in "
+                ".swival/ among them")
     return None
 
 
 def _git_config_reads(rest: list[str]) -> bool:
-    if any(a in GIT_CONFIG_WRITES for a in rest):
+    options = [a for a in rest if a.startswith("-")]
+    if any(long_option(a, GIT_CONFIG_WRITES) or in_cluster(a, "e") for a in options):
         return False
-    return rest[:1] in (["get"], ["list"]) or any(a in GIT_CONFIG_READS for a in rest)
-
-
-def _short(arg: str, letter: str) -> bool:
-    """True when `arg` is a cluster of short options holding `letter` (`-ix` has `x`)."""
-    return arg.startswith("-") and not arg.startswith("--") and letter in arg[1:]
+    return rest[:1] in (["get"], ["list"]) or any(
+        long_option(a, GIT_CONFIG_READS) or in_cluster(a, "l") for a in options)
 
 
 def _find(args: list[str]) -> str | None:
@@ -220,9 +219,10 @@ def _make(args: list[str]) -> str | None:
     for arg in args:
         if "=" in arg and not arg.startswith("-"):
             return f"`make {arg}`, a variable override that changes what make runs"
-        if arg.startswith(MAKE_CODE_LONG) or (
-                _short(arg, "f") or _short(arg, "E") or _short(arg, "C") or _short(arg, "I")):
-            return f"`make {arg}`, which runs code from another makefile"
+        option = long_option(arg, MAKE_CODE_LONG)
+        if option or in_cluster(arg, "fECI"):
+            written = arg.split("=", 1)[0]
+            return f"`make {arg}`{_meaning(written, option)}, which runs code from another makefile"
     return None
 
 
@@ -252,7 +252,28 @@ def _test(args: list[str]) -> str | None:
 
 
 def _printf(args: list[str]) -> str | None:
-    return "`printf -v`, which can run code hidden in a variable name" if "-v" in args else None
+    """bash reads options up to the first word that is not one: `-v NAME` or `-vNAME`."""
+    for arg in args:
+        if arg == "--" or not arg.startswith("-"):
+            return None
+        if arg.startswith("-v"):
+            return "`printf -v`, which can run code hidden in a variable name"
+    return None
+
+
+def _running_long(name: str) -> Callable[[list[str]], str | None]:
+    """The rule for a program whose long options in RUNNING_LONG run another program."""
+    table = RUNNING_LONG[name]
+
+    def rule(args: list[str]) -> str | None:
+        for arg in args[:args.index("--")] if "--" in args else args:
+            option = long_option(arg, tuple(table))
+            if option:
+                written = arg.split("=", 1)[0]
+                return f"`{name} {written}`{_meaning(written, option)}, which runs {table[option]}"
+        return None
+
+    return rule
 
 
 RULES: dict[str, Callable[[list[str]], str | None]] = {
@@ -260,4 +281,5 @@ RULES: dict[str, Callable[[list[str]], str | None]] = {
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sed": sed_script.risk, "gsed": sed_script.risk,
     "test": _test, "[": _test, "printf": _printf,
+    **{name: _running_long(name) for name in RUNNING_LONG},
 }

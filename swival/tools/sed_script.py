@@ -50,12 +50,13 @@ def parse_args(args: list[str]) -> SedArgs:
             break
         if arg.startswith("--"):
             name, _, value = arg.partition("=")
-            if name == "--expression":
-                out.scripts.append(value if "=" in arg else args[i] if i < len(args) else "")
-                i += "=" not in arg
+            if name in ("--expression", "--line-length"):
+                given = value if "=" in arg else args[i] if i < len(args) else ""
+                out.scripts += [given] if name == "--expression" else []
+                i += "=" not in arg  # the value may be the next word
             elif name == "--in-place":
                 out.in_place, out.risk = True, out.risk or _suffix(value)
-            elif name not in LONG_FLAGS and name != "--line-length":
+            elif name not in LONG_FLAGS:
                 out.risk = f"`sed {name}`, an option that reads commands from a file or is unknown"
         elif arg.startswith("-") and len(arg) > 1:
             i = _short(arg[1:], args, i, out)

@@ -8,6 +8,10 @@ directory may be written, nor anything inside `.swival` (the harness's own state
 transcripts, the session's saved outputs, which the model may read but not forge), and
 `.swival/undo` (the unredacted copies /undo restores) is not even read.
 
+Names are compared as a case-insensitive file system sees them (`protected_part`):
+`.GIT` and `.Swival` are the real directories on macOS and Windows, and so are names
+with the code points HFS+ ignores (`.g\u200cit`) or, on Windows, trailing dots and spaces.
+
 The check happens just before the file is opened; a symlink swapped in between the
 check and the open by another process is outside what this guards against.
 """
@@ -16,14 +20,29 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from swival.state import STATE_DIR, UNDO
 from swival.tools.base import ToolContext, ToolError
 
-FORBIDDEN_WRITE_PARTS = frozenset({".git"})
+PROTECTED_NAMES = (".git", STATE_DIR)  # never written by the model's tools or commands
+# Code points HFS+ leaves out when it compares names (git's list for core.protectHFS).
+HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 NAME_MAX = 255  # bytes in one file name (Linux and macOS)
 PATH_MAX = 4096  # bytes in a whole path
+
+
+def comparable(name: str) -> str:
+    """A file name as a case-insensitive file system compares it."""
+    return HFS_IGNORED.sub("", name).rstrip(". ").casefold()
+
+
+def protected_part(parts: Iterable[str]) -> str | None:
+    """The first of PROTECTED_NAMES that one of the path `parts` names, in any case."""
+    wanted = {comparable(name): name for name in PROTECTED_NAMES}
+    return next((wanted[comparable(p)] for p in parts if comparable(p) in wanted), None)
 
 
 def writable_roots(ctx: ToolContext) -> tuple[Path, ...]:
@@ -84,8 +103,10 @@ def resolve_read(ctx: ToolContext, raw: str) -> Path:
             f"{raw} resolves to {resolved}, which is outside the workspace. "
             f"Allowed: {describe_roots(ctx)}."
         )
-    undo = (ctx.root / STATE_DIR / UNDO).resolve()
-    if resolved == undo or resolved.is_relative_to(undo):
+    root = ctx.root.resolve()
+    inside = [comparable(p) for p in resolved.relative_to(root).parts] if (
+        resolved.is_relative_to(root)) else []
+    if inside[:2] == [comparable(STATE_DIR), comparable(UNDO)]:
         raise ToolError(
             f"{raw} is inside {STATE_DIR}/{UNDO}/, where Swival keeps copies of files for the "
             "user's /undo; tools cannot read it. Read the project's files instead.")
@@ -106,13 +127,13 @@ def resolve_write(ctx: ToolContext, raw: str) -> Path:
             f"{raw} resolves to {resolved}, which is {where}; it cannot be written. "
             f"Allowed: {describe_roots(ctx)}."
         )
-    parts = resolved.relative_to(root).parts
-    if ".git" in parts:
+    protected = protected_part(resolved.relative_to(root).parts)
+    if protected == ".git":
         raise ToolError(
             f"{raw} is inside a .git directory; writing there is refused. "
             "Use run_command with git to change the repository."
         )
-    if STATE_DIR in parts:
+    if protected == STATE_DIR:
         raise ToolError(
             f"{raw} is inside {STATE_DIR}/, which holds Swival's own state (transcripts, "
             "saved outputs); tools may read it but never write there. Write your file "

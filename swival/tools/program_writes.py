@@ -1,0 +1,195 @@
+"""Files a program writes because its command line names them, and programs that can
+create or move links.
+
+`written_files(words)` lists the paths one simple command tells its program to create,
+change, move, remove or re-permission: the operands of `cp`, `mv`, `ln`, `install`,
+`touch`, `mkdir`, `chmod`, `rm`, `tee`, ... (for `cp` and `install` only the destination,
+unless they make links), the files of `sed -i`, `sort -o`, `uniq IN OUT`, `dd of=`, and
+git's own: `--output`, `-o`, `--separate-git-dir`, the directory of `git init`, `git
+clone`'s destination, `git worktree` paths, `git bundle create`'s file, `git
+checkout-index --prefix`. The policy checks each like an output redirection.
+
+`makes_links(words)` says whether the command can create, replace or move a symlink or a
+hard link (`ln`, `cp`, `mv`, archive extractors, git commands that update the work tree):
+a path checked before such a command ran may lead elsewhere after it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from swival.tools import sed_script
+from swival.tools.argv import cluster_values, is_cluster, long_option, operands, option_values
+
+
+@dataclass(frozen=True)
+class Writer:
+    """How one program's command line names what it writes. `short`/`longs`: the options
+    taking a value (skipped when finding operands); `targets`: those whose value is a
+    written directory (`-t DIR`); `operands`: which operands are written ("all"; "last",
+    the destination; "owner": all but an owner given first; "mode": all that are not a
+    mode); `every`: options after which every operand is written (a copied source
+    becomes a link to it; `install -d` creates each one)."""
+
+    short: str = ""
+    longs: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    operands: str = "all"
+    every: tuple[str, ...] = ()
+
+
+COPY_LONGS = ("--target-directory", "--suffix")
+TARGETS = ("-t", "--target-directory")
+WRITERS = {
+    "cp": Writer("tS", COPY_LONGS, TARGETS, "last", ("-l", "--link", "-s", "--symbolic-link")),
+    "install": Writer("gmoStZ", ("--group", "--mode", "--owner", "--strip-program",
+                                 *COPY_LONGS), TARGETS, "last", ("-d", "--directory")),
+    "mv": Writer("tS", COPY_LONGS, TARGETS),
+    "ln": Writer("tS", COPY_LONGS, TARGETS),
+    "link": Writer(), "unlink": Writer(), "rm": Writer(), "rmdir": Writer(),
+    "touch": Writer("drt", ("--date", "--reference", "--time")),
+    "mkdir": Writer("m", ("--mode",)),
+    "mkfifo": Writer("m", ("--mode",)),
+    "mknod": Writer("m", ("--mode",)),
+    "truncate": Writer("rs", ("--reference", "--size")),
+    "shred": Writer("ns", ("--iterations", "--size", "--random-source")),
+    "chmod": Writer(longs=("--reference",), operands="mode"),
+    "chown": Writer(longs=("--reference", "--from"), operands="owner"),
+    "chgrp": Writer(longs=("--reference",), operands="owner"),
+    "tee": Writer(),
+}
+_CLAUSE = r"([ugoa]*([-+=]([rwxXst]*|[ugo]))+|[-+=]?[0-7]+)"
+MODE = re.compile(rf"^{_CLAUSE}(,{_CLAUSE})*$")
+GIT_OUTPUTS = ("--output", "--output-directory", "--separate-git-dir", "--export-marks",
+               "--object-dir")
+GIT_SHORT_OUTPUT = frozenset({"archive", "format-patch", "index-pack", "bugreport",
+                              "diagnose"})
+# Options of init, clone, worktree, bundle and checkout-index that take the next word.
+GIT_VALUED = ("bBcjou", ("--branch", "--origin", "--reference", "--reference-if-able",
+                         "--depth", "--template", "--separate-git-dir", "--reason",
+                         "--prefix", "--upload-pack", "--config", "--jobs",
+                         "--initial-branch", "--shallow-since", "--shallow-exclude",
+                         "--filter", "--server-option", "--bundle-uri", "--stage"))
+GIT_GLOBAL_VALUED = ("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                     "--exec-path", "--super-prefix")
+# git commands that leave the work tree's links alone; every other one may check out
+# files, symlinks among them, or move them.
+GIT_KEEPS_WORKTREE = frozenset({
+    "status", "log", "diff", "show", "blame", "annotate", "grep", "ls-files", "ls-tree",
+    "rev-parse", "rev-list", "branch", "tag", "describe", "shortlog", "cat-file", "config",
+    "remote", "fetch", "add", "commit", "rm", "clean", "reflog", "whatchanged",
+    "count-objects", "fsck", "gc", "format-patch", "archive", "bundle", "help", "version",
+    "var", "name-rev", "merge-base", "for-each-ref", "show-ref", "notes", "diff-tree",
+    "diff-index", "diff-files", "range-diff", "cherry", "check-ignore", "check-attr",
+    "hash-object", "verify-commit", "verify-tag", "show-branch", "push", "init",
+})
+LINK_MAKERS = frozenset({"ln", "link", "cp", "mv", "rename", "rsync", "tar", "bsdtar",
+                         "unzip", "cpio", "pax", "7z", "7za", "patch"})
+
+
+def written_files(words: Sequence[str]) -> tuple[str, ...]:
+    """Paths (files or directories; for `git checkout-index --prefix` a directory and the
+    files under it) that the command line tells the program to write."""
+    name, args = PurePath(words[0]).name, list(words[1:])
+    special = SPECIAL.get(name)
+    if special is not None:
+        return tuple(special(args))
+    writer = WRITERS.get(name)
+    return tuple(_writer_paths(writer, args)) if writer else ()
+
+
+def makes_links(words: Sequence[str]) -> bool:
+    """Whether the command may create, replace or move a symlink or hard link."""
+    name, args = PurePath(words[0]).name, list(words[1:])
+    if name == "git":
+        sub = git_subcommand(args)
+        return sub is not None and sub[0] not in GIT_KEEPS_WORKTREE
+    return name in LINK_MAKERS
+
+
+def _writer_paths(writer: Writer, args: list[str]) -> list[str]:
+    given = operands(args, writer.short, writer.longs)
+    options = args[:args.index("--")] if "--" in args else args
+    every = any(_gives(a, writer.every) for a in options if a.startswith("-"))
+    targets = option_values(args, _letters(writer.targets), _longs(writer.targets))
+    reference = any(long_option(a, ("--reference",)) for a in options)
+    if every or writer.operands == "all" or reference:
+        paths = given
+    elif writer.operands == "last":
+        paths = [] if targets else given[-1:]
+    elif writer.operands == "owner":
+        paths = given[1:]
+    else:  # "mode": what is not a mode is a file
+        paths = [p for p in given if not MODE.match(p)]
+    paths += targets
+    suffixes = option_values(args, "S" if "S" in writer.short else "", ("--suffix",))
+    return paths + [p + s for p in paths for s in suffixes]  # the backup copies' names
+
+
+def _gives(arg: str, options: tuple[str, ...]) -> bool:
+    """Whether `arg` gives one of `options` (`-l` letters, `--long` names)."""
+    letters = _letters(options)
+    return bool(long_option(arg, _longs(options))) or (
+        is_cluster(arg) and any(letter in letters for letter, _ in cluster_values(arg, "")))
+
+
+def _letters(options: tuple[str, ...]) -> str:
+    return "".join(o[1] for o in options if len(o) == 2)
+
+
+def _longs(options: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(o for o in options if o.startswith("--"))
+
+
+def _sed(args: list[str]) -> list[str]:
+    parsed = sed_script.parse_args(args)
+    return parsed.files if parsed.in_place else []
+
+
+def _uniq(args: list[str]) -> list[str]:
+    """`uniq [IN [OUT]]`: OUT is written. A long option's value may be read as IN."""
+    return operands(args, "fsw")[1:]
+
+
+def _dd(args: list[str]) -> list[str]:
+    return [a[3:] for a in args if a.startswith("of=")]
+
+
+def _sort(args: list[str]) -> list[str]:
+    return option_values(args, "o", ("--output",))
+
+
+def git_subcommand(args: list[str]) -> tuple[str, list[str]] | None:
+    """git's subcommand and its arguments, after the global options (None when there is
+    no subcommand)."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 1 + (args[i] in GIT_GLOBAL_VALUED)
+    return (args[i], args[i + 1:]) if i < len(args) else None
+
+
+def _git(args: list[str]) -> list[str]:
+    found = git_subcommand(args)
+    sub, rest = found if found else ("", [])
+    out = option_values(args, "o" if sub in GIT_SHORT_OUTPUT else "", GIT_OUTPUTS)
+    given = operands(rest, *GIT_VALUED)
+    if sub == "init":
+        out += given
+    elif sub in ("clone", "worktree"):
+        out += given[1:]  # clone: the destination, not the source; worktree: after `add` ...
+    elif sub == "bundle" and given[:1] == ["create"]:
+        out += given[1:2]
+    elif sub == "checkout-index":
+        prefixes = option_values(rest, "", ("--prefix",))
+        out += prefixes + [p + g for p in prefixes for g in given]
+    elif sub in ("merge-file", "pack-objects"):
+        out += given[:1]
+    return out
+
+
+SPECIAL: dict[str, Callable[[list[str]], list[str]]] = {
+    "sed": _sed, "gsed": _sed, "uniq": _uniq, "dd": _dd, "sort": _sort, "git": _git,
+}
