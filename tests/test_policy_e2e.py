@@ -168,3 +168,82 @@ def test_one_shot_question_wraps_between_words(fake_server: Any, repo: Path) -> 
         assert word in words, (word, lines)
     assert not (repo / "pwned").exists()
     assert "declined" in json.dumps(server.requests[-1]["messages"])
+
+
+WRITERS = "git,env,make,sort,cp,mv,ln,touch,chmod,mkdir,install,tee"
+
+
+def git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+
+
+def planted_writes(outside: Path) -> list[str]:
+    """Abbreviated options, whole clusters, programs writing their operands into .git/
+    or outside, and writes through a link made earlier in the same command."""
+    return [
+        "git rebase --exe='touch pwned-rebase' --root",
+        "git ls-remote --upload-p='touch pwned-lsremote; false' .",
+        "git fetch --upload-pa='touch pwned-fetch; false' .",
+        "env -iS'touch pwned-env'",
+        "env --split-s='touch pwned-env2'",
+        "make --ev='$(shell touch pwned-make)'",
+        f"sort --outp={outside}/pwned-sort a.txt",
+        "git checkout-index -f --prefix=.git/hooks/ pre-commit",
+        f"git worktree add {outside}/wt",
+        f"git init --separate-git-dir={outside}/g sub",
+        f"git clone -q . {outside}/clone",
+        f"git bundle create {outside}/b HEAD",
+        "cp pre-commit .git/hooks/pre-commit",
+        "touch .SWIVAL/pwned",
+        f"mkdir {outside}/d",
+        f"install a.txt {outside}/i",
+        f"tee {outside}/t",
+        "ln -s .git/hooks/post-checkout h && git status > h",
+        "git checkout -q evil && git status > h",
+    ]
+
+
+@needs_git
+def test_one_shot_writers_allowlist_plants_nothing(fake_server: Any, repo: Path) -> None:
+    """Under `--commands` with git and the usual file programs, and no sandbox (so the
+    policy alone stands between the model and the files), none of the attempts runs,
+    while plain copies and `git status` still do."""
+    outside = repo.parent / "outside"
+    (repo / "pre-commit").write_text("#!/bin/sh\ntouch pwned-hook\n")
+    (repo / "pre-commit").chmod(0o755)
+    git(repo, "add", "pre-commit")
+    git(repo, "commit", "-q", "-m", "hook")
+    git(repo, "checkout", "-q", "-b", "evil")  # a branch whose `h` leads into .git/hooks
+    (repo / "h").symlink_to(".git/hooks/post-checkout")
+    git(repo, "add", "h")
+    git(repo, "commit", "-q", "-m", "link")
+    git(repo, "checkout", "-q", "-")
+    attempts = planted_writes(outside)
+    server: FakeServer = fake_server(kind="llamacpp", window=32_768).script(
+        tools([("run_command", {"command": c}) for c in attempts]),
+        tools([("run_command", {"command": "cp a.txt b.txt"}),
+               ("run_command", {"command": "git status --short"})]),
+        text("done"),
+    )
+    hooks = sorted(p.name for p in (repo / ".git" / "hooks").iterdir())
+    result = run_swival(server, repo, "--commands", WRITERS, "--sandbox", "off",
+                        "--max-turns", "5", "-p", "try")
+    refused = tool_results(server.requests[1])
+    planted = sorted(p.name for p in (repo / ".git" / "hooks").iterdir()) != hooks
+    pwned = [p.name for p in repo.rglob("pwned*")] + [p.name for p in outside.iterdir()]
+    for command, answer in zip(attempts, refused, strict=False):
+        record("allowlist bypass", f"--commands {WRITERS}: {command}", "swival",
+               escaped=bool(planted or pwned) or not answer.startswith("command refused: "),
+               traceback="Traceback" in result.stderr)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert len(refused) == len(attempts)
+    assert all(r.startswith("command refused: ") for r in refused), refused
+    assert "(short for --exec)" in refused[0] and "`env`" in refused[3]
+    assert "after `git checkout`" in refused[-1]
+    assert not planted and not pwned and not (repo / "h").exists()
+    assert (repo / ".SWIVAL").exists() is False
+    plain = tool_results(server.requests[2])[-2:]
+    assert "[exit code 0]" in plain[0] and (repo / "b.txt").read_text() == "a\n"
+    assert "b.txt" in plain[1] and "[exit code 0]" in plain[1]

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from swival.tools.program_rules import risk
-from swival.tools.program_writes import written_files
+from swival.tools.program_writes import makes_links, written_files
 
 
 @pytest.mark.parametrize(("command", "named"), [
@@ -116,6 +116,27 @@ from swival.tools.program_writes import written_files
     ("make CC=evil all", "`make CC=evil`"),
     ("rg --pre ./x pattern", "`rg --pre`"),
     ("rg --pre=./x pattern", "`rg --pre`"),
+    # abbreviated long options and whole clusters, as getopt and git read them
+    ("git archive --exe=evil --remote=x HEAD", "`git archive --exe` (short for --exec)"),
+    ("git difftool --to=evil", "`git difftool`"),
+    ("git diff --ext", "(short for --ext-diff)"),
+    ("git clone --c core.pager=x url", "(short for --config)"),
+    ("git init --te=/tmp/hooks", "(short for --template)"),
+    ("git config -le", "`git config` in a form that changes"),
+    ("git config --rem x", "`git config`"),
+    ("git maintenance start", "`git maintenance`"),
+    ("git credential-store store", "`git credential-store`"),
+    ("git remote-ext origin x", "`git remote-ext`"),
+    ("env --sp='rm x'", "`env`"),
+    ("env -vS'rm x'", "`env`"),
+    ("env -C /tmp rm x", "`env`"),
+    ("env --ch /tmp -- rm x", "`env`"),
+    ("make --inc=/tmp", "(short for --include-dir)"),
+    ("make -sC /elsewhere", "`make -sC`"),
+    ("sort --co=./x in", "(short for --compress-program)"),
+    ("printf -vx y", "`printf -v`"),
+    ("jobs -x rm x", "`jobs`"),
+    ("compgen -C 'rm x' w", "`compgen`"),
 ])
 def test_risky_arguments_are_named(command: str, named: str) -> None:
     found = risk(shlex.split(command))
@@ -138,6 +159,11 @@ def test_risky_arguments_are_named(command: str, named: str) -> None:
     "make", "make -j4 test", "make -n all",
     "rg -n pattern", "rg --pre-glob '*.gz' x", "test -f x", "[ -d x ]", "printf '%s' x",
     "pytest -q", "ls -la", "cat x",
+    "git format-patch --to=a@b -1", "git checkout-index --temp x", "git log --exit-code",
+    "git fetch --recurse-submodules", "git diff --exit-code --no-ext-diff",
+    "git config --global --list", "git config --get-regexp alias", "env -i", "env -- A=1",
+    "env --unset=HOME", "make --debug", "make --ignore-errors", "sort --check x",
+    "printf -- -v", "install -m 755 x bin/",
 ])
 def test_plain_uses_are_not_flagged(command: str) -> None:
     assert risk(shlex.split(command)) is None
@@ -161,9 +187,51 @@ def test_plain_uses_are_not_flagged(command: str) -> None:
     ("git log -1 --format=x --output=/tmp/rc", ("/tmp/rc",)),
     ("git format-patch -o /tmp/p HEAD~1", ("/tmp/p",)),
     ("git status", ()),
+    ("sort --outp=/tmp/o in", ("/tmp/o",)),
+    ("git log --outp /tmp/l", ("/tmp/l",)),
+    ("git format-patch --output-d=/tmp/p -1", ("/tmp/p",)),
+    ("git grep -o x", ()),
+    ("git archive -o /tmp/a.tar HEAD", ("/tmp/a.tar",)),
+    ("git init -b main /tmp/r", ("/tmp/r",)),
+    ("git init --separate-git-dir /tmp/g x", ("/tmp/g", "x")),
+    ("git clone --depth 1 url /tmp/c", ("/tmp/c",)),
+    ("git clone url", ()),
+    ("git worktree add -b topic ../wt main", ("../wt", "main")),
+    ("git worktree list", ()),
+    ("git bundle create /tmp/b HEAD", ("/tmp/b",)),
+    ("git checkout-index --prefix=out/ a b", ("out/", "out/a", "out/b")),
+    ("git -C x merge-file cur base other", ("cur",)),
+    ("cp a b c dest", ("dest",)),
+    ("cp -t dest a b", ("dest",)),
+    ("cp -s /etc/passwd link", ("/etc/passwd", "link")),
+    ("cp -S .bak -b a b", ("b", "b.bak")),
+    ("install -d x y", ("x", "y")),
+    ("install -m 644 a /tmp/b", ("/tmp/b",)),
+    ("mv a b", ("a", "b")),
+    ("ln -sf a b", ("a", "b")),
+    ("touch -r ref a", ("a",)),
+    ("mkdir -m 700 -p a/b", ("a/b",)),
+    ("chmod -R u+x,go-w a", ("a",)),
+    ("chmod --reference=r a", ("a",)),
+    ("chmod --reference r a", ("a",)),
+    ("chown -R me:us a b", ("a", "b")),
+    ("rm -rf -- -x", ("-x",)),
+    ("truncate -s 0 a", ("a",)),
+    ("dd if=a of=/tmp/b bs=1", ("/tmp/b",)),
+    ("cat a", ()),
 ])
 def test_written_files(command: str, files: tuple[str, ...]) -> None:
     assert written_files(shlex.split(command)) == files
+
+
+@pytest.mark.parametrize(("command", "links"), [
+    ("ln -s a b", True), ("cp a b", True), ("mv a b", True), ("tar -xf a.tar", True),
+    ("git checkout main", True), ("git stash pop", True), ("git -C x reset --hard", True),
+    ("git status", False), ("git log -1", False), ("git add .", False), ("git --version", False),
+    ("ls -la", False), ("touch a", False), ("sed -i s/a/b/ f", False),
+])
+def test_commands_that_can_make_or_move_links(command: str, links: bool) -> None:
+    assert makes_links(shlex.split(command)) is links
 
 
 SED_PIECES = list("s/y|[]^\\;#\n:abpwWe1 gIM{}!$,.*") + [
