@@ -98,6 +98,30 @@ def test_tools_never_write_under_swival(tmp_path: Path, path: str) -> None:
     assert after == before
 
 
+@pytest.mark.parametrize("path", [".SWIVAL/sessions/x.jsonl", ".Swival/out/s/x.txt",
+                                  ".GIT/hooks/pre-commit", "sub/.Git/config",
+                                  ".g\u200cit/hooks/pre-commit", ".swival./x"])
+def test_protected_names_are_compared_as_macos_and_windows_do(tmp_path: Path, path: str) -> None:
+    """On a case-insensitive file system `.SWIVAL` is `.swival` (and HFS+ ignores some
+    code points, Windows trailing dots): refused in every spelling, nothing created."""
+    ctx = ToolContext(root=tmp_path)
+    result = call(ctx, "write_file", file_path=path, content="{}")
+    created = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    record("path escape", f"write_file {path} (another spelling)", "in-process",
+           escaped=not result.is_error or bool(created))
+    assert result.is_error and ("Swival's own state" in result.content
+                                or ".git directory" in result.content), result.content
+    assert created == []
+
+
+def test_undo_copies_are_unreadable_in_any_case(tmp_path: Path) -> None:
+    (tmp_path / ".swival" / "undo" / "s").mkdir(parents=True)
+    (tmp_path / ".swival" / "undo" / "s" / "a.bin").write_text("secret")
+    for path in (".swival/undo/s/a.bin", ".swival/UNDO/s/a.bin", ".SWIVAL/undo/s/a.bin"):
+        result = call(ToolContext(root=tmp_path), "read_file", file_path=path)
+        assert result.is_error and "keeps copies of files" in result.content, path
+
+
 def test_tools_may_read_spill_files(tmp_path: Path) -> None:
     ctx = ToolContext(root=tmp_path, session_id="s1")
     spilled = spill_text("line one\nline two\n", ctx.spill_dir, "cmd")
