@@ -22,7 +22,9 @@ from typing import Any
 
 import tomli_w
 
+from swival import looseness
 from swival.errors import ConfigError
+from swival.looseness import NoLooser
 from swival.redaction import MIN_SECRET, Redactor
 
 PROVIDERS = ("lmstudio", "ollama", "llamacpp", "generic")
@@ -32,8 +34,6 @@ HOSTED_PREFIXES = (
     "vertex_ai",
 )
 
-# Decides from the values a run would use (only keys set somewhere) whether a key needs trust.
-TrustRule = Callable[[Mapping[str, Any]], bool]
 # Asked with the project file and the keys it would hold back: may they apply after all?
 TrustCheck = Callable[[Path, Mapping[str, Any]], bool]
 
@@ -51,29 +51,22 @@ def selects_hosted(provider: str | None, base_url: str | None, model: str | None
     return provider is None and prefix in HOSTED_PREFIXES[1:]
 
 
-def _hosted_rule(values: Mapping[str, Any]) -> bool:
-    return selects_hosted(values.get("provider"), values.get("base_url"), values.get("model"))
-
-
-def _fetch_rule(values: Mapping[str, Any]) -> bool:
-    """A `fetch` setting sends data elsewhere unless it only narrows (to "none")."""
-    return str(values.get("fetch", "ask")).strip().lower() not in ("ask", "none")
-
-
-def _sandbox_off(values: Mapping[str, Any]) -> bool:
-    """Turning the command sandbox off lowers a protection; `on` only raises one."""
-    return values.get("sandbox") == "off"
+def _stays_local(value: Any, baseline: Any, values: Mapping[str, Any]) -> bool:
+    """A model or provider is no looser as long as the run does not reach a hosted one."""
+    return not selects_hosted(values.get("provider"), values.get("base_url"),
+                              values.get("model"))
 
 
 @dataclass(frozen=True)
 class Key:
     """One setting: its type (`str`, `int`, `float`, `bool`, `list`), default and help.
 
-    `trusted_only` marks a key a project file may set only in a trusted project: True
-    always, or a `TrustRule` deciding from the values the run would use (a model string
-    needs trust only when it selects a hosted provider). A value equal to the default
-    never needs trust. The project's value is held back whole before any merging, so a
-    marked table cannot add to or replace the user's own entries of the same name either.
+    `trusted_only` marks a key a project file may set only in a trusted project, unless
+    the project's value is no looser than the one the run would use without the project
+    file (the user's own files, else the default): the same value, or one that `safer`
+    accepts (swival/looseness.py: `edits = "ask"` where the user has "auto", `sandbox =
+    "on"`, a shorter `add_dir`). A looser value is held back whole before any merging, so
+    a marked table cannot add to or replace the user's own entries of the same name.
     `secret` keys are never shown in clear.
 
     `type` dict: a map of strings (`env`), or, with `fields`, a table of named entries
@@ -88,18 +81,18 @@ class Key:
     optional: bool = False
     choices: tuple[str, ...] = ()
     minimum: float | None = None
-    trusted_only: bool | TrustRule = False
+    trusted_only: bool = False
+    safer: NoLooser | None = None
     secret: bool = False
     fields: tuple[Key, ...] = ()
     check: Callable[[Mapping[str, Any]], list[str]] | None = None
 
-    def needs_trust(self, value: Any, values: Mapping[str, Any]) -> bool:
+    def needs_trust(self, value: Any, baseline: Any, values: Mapping[str, Any]) -> bool:
         """Whether a project file setting this key to `value` needs the user's trust,
-        given everything else the run would use (`values`)."""
-        default = tuple(self.default) if isinstance(self.default, list) else self.default
-        if value == default or not self.trusted_only:
+        where the run would otherwise use `baseline` and would use `values` in all."""
+        if not self.trusted_only or value == baseline:
             return False
-        return self.trusted_only is True or bool(self.trusted_only(values))
+        return not (self.safer is not None and self.safer(value, baseline, values))
 
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -141,11 +134,11 @@ MCP_SERVER_FIELDS = (
 
 KEYS: tuple[Key, ...] = (
     Key("provider", str, "lmstudio", "Model server kind", choices=PROVIDERS,
-        trusted_only=_hosted_rule),
+        trusted_only=True, safer=_stays_local),
     Key("base_url", str, None, "Server URL (root or /v1); default depends on provider", True,
         trusted_only=True),
     Key("model", str, None, "Model name; default: the model the server has loaded", True,
-        trusted_only=_hosted_rule),
+        trusted_only=True, safer=_stays_local),
     Key("api_key", str, None, "API key, for servers or hosted providers that need one", True,
         trusted_only=True, secret=True),
     Key("max_context_tokens", int, None, "Context window; default: read from the server", True,
@@ -165,29 +158,32 @@ KEYS: tuple[Key, ...] = (
     Key("quiet", bool, False, "One-shot: print nothing but the answer and errors"),
     Key("json", bool, False, "One-shot: print one JSON object instead of the answer"),
     Key("yolo", bool, False, "Allow every command, write and fetch of a public host "
-        "without asking", trusted_only=True),
+        "without asking", trusted_only=True, safer=looseness.off),
     Key("commands", str, "ask", "Command policy: ask, all, none or a comma-separated list",
-        trusted_only=True),
+        trusted_only=True, safer=looseness.narrower_policy(fold_names=False)),
     Key("command_timeout", int, 120, "Seconds before a command is killed", minimum=1),
     Key("fetch", str, "ask", "Fetch policy: ask, all, none or a comma-separated list of hosts",
-        trusted_only=_fetch_rule),
+        trusted_only=True, safer=looseness.narrower_policy(fold_names=True)),
     Key("add_dir", list, [], "Extra directories the file tools may read and write",
-        trusted_only=True),
+        trusted_only=True, safer=looseness.subset),
     Key("add_dir_ro", list, [], "Extra directories the file tools may only read",
-        trusted_only=True),
+        trusted_only=True, safer=looseness.subset),
     Key("sandbox", str, "auto", "Run commands in the bubblewrap sandbox: auto (when it "
         "works), on (refuse commands without it) or off", choices=("auto", "on", "off"),
-        trusted_only=_sandbox_off),
-    Key("allow_net", bool, False, "Let sandboxed commands use the network", trusted_only=True),
+        trusted_only=True, safer=looseness.ranked("off", "auto", "on")),
+    Key("allow_net", bool, False, "Let sandboxed commands use the network", trusted_only=True,
+        safer=looseness.off),
     Key("pass_env", list, [], "Secret environment variables commands may still see",
-        trusted_only=True),
+        trusted_only=True, safer=looseness.subset),
     Key("edits", str, "auto", "File edits: auto (made at once, undoable with /undo) or ask "
-        "(the REPL shows each diff and asks)", choices=("auto", "ask"), trusted_only=True),
+        "(the REPL shows each diff and asks)", choices=("auto", "ask"), trusted_only=True,
+        safer=looseness.ranked("auto", "ask")),
     Key("read_only", bool, False, "Offer the model only tools that cannot change anything "
-        "(explain and plan work; /plan toggles it in the REPL)"),
+        "(explain and plan work; /plan toggles it in the REPL)", trusted_only=True,
+        safer=looseness.on),
     Key("subagent_tools", str, "read-only", "Tools of a subagent (the task tool): "
         "read-only, all, or a comma-separated list of tools added to the read-only ones",
-        trusted_only=True),
+        trusted_only=True, safer=looseness.fewer_tools),
     Key("subagent_max_turns", int, 40, "Most model calls of one subagent", minimum=1),
     Key("tool_result_share", float, 0.2, "Largest share of the input budget one tool "
         "result may take", minimum=0.01),
@@ -198,7 +194,8 @@ KEYS: tuple[Key, ...] = (
     Key("proactive_summaries", bool, False, "Summarize every 10 turns as a safety net"),
     Key("mcp", bool, True, "Start the MCP servers of mcp_servers (false: none this run)"),
     Key("mcp_servers", dict, {}, "MCP servers, one [mcp_servers.NAME] table each",
-        trusted_only=True, fields=MCP_SERVER_FIELDS, check=_mcp_server_problems),
+        trusted_only=True, safer=looseness.servers_kept, fields=MCP_SERVER_FIELDS,
+        check=_mcp_server_problems),
 )
 KEYS_BY_NAME = {k.name: k for k in KEYS}
 
@@ -460,16 +457,22 @@ def _values(*layers: Layer) -> dict[str, Any]:
 
 def needing_trust(project: Layer, below: Layer, above: Layer) -> dict[str, Any]:
     """The keys of the project file's `project` layer (name -> value as written) that need
-    trust: trusted-only keys that no layer `above` it (environment, command line) overrides,
-    judged with the values the run would use (`below` is the user's global file)."""
+    trust: trusted-only keys that no layer `above` it (environment, command line)
+    overrides, whose value is looser than the one the run would use without the project
+    file (`below`, the user's own files, else the default). A key whose looseness
+    depends on others (a model string is hosted unless a base_url is set) is judged with
+    every key held back left out, until nothing more is held back."""
     kept = {k: v for k, (v, _) in project.items() if k not in above}
-    held = {k: v for k, v in kept.items()
-            if KEYS_BY_NAME[k].trusted_only is True and KEYS_BY_NAME[k].needs_trust(v, {})}
-    would_use = {**_values(below), **{k: v for k, v in kept.items() if k not in held},
-                 **_values(above)}
-    held.update({k: v for k, v in kept.items()
-                 if k not in held and KEYS_BY_NAME[k].needs_trust(v, would_use)})
-    return held
+    users = {**{k.name: _default(k) for k in KEYS}, **_values(below)}
+    held: dict[str, Any] = {}
+    while True:
+        would_use = {**_values(below), **{k: v for k, v in kept.items() if k not in held},
+                     **_values(above)}
+        more = {k: v for k, v in kept.items() if k not in held
+                and KEYS_BY_NAME[k].needs_trust(v, users[k], would_use)}
+        if not more:
+            return held
+        held.update(more)
 
 
 def load_settings(

@@ -98,13 +98,21 @@ def test_auto_asks_nothing(tmp_path: Path) -> None:
     assert not write(ctx, "x.py", "x").is_error and person.asked == []
 
 
-def test_a_project_file_sets_edits_only_when_trusted(tmp_path: Path) -> None:
+def test_a_project_file_may_ask_for_edits_but_stops_asking_only_when_trusted(
+        tmp_path: Path) -> None:
+    """Asking is safer than editing at once, so an untrusted project may ask for it; it
+    may not switch off the asking the user chose in their own config."""
     (tmp_path / "swival.toml").write_text('edits = "ask"\n')
     env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    asks = load_settings({}, cwd=tmp_path, env=env)
+    assert asks.edits == "ask" and asks.held_back == {}
+    (tmp_path / "cfg" / "swival").mkdir(parents=True)
+    (tmp_path / "cfg" / "swival" / "config.toml").write_text('edits = "ask"\n')
+    (tmp_path / "swival.toml").write_text('edits = "auto"\n')
     held = load_settings({}, cwd=tmp_path, env=env)
-    assert held.edits == "auto" and "edits" in held.held_back
+    assert held.edits == "ask" and "edits" in held.held_back
     trusted = load_settings({}, cwd=tmp_path, env=env, trusted=lambda file, keys: True)
-    assert trusted.edits == "ask"
+    assert trusted.edits == "auto"
 
 
 @pytest.mark.timeout(60)

@@ -84,8 +84,9 @@ def test_power_key_ignored_untrusted_applied_trusted(
 def test_every_power_key_carries_the_mark() -> None:
     for name, _, _ in POWER:
         assert KEYS_BY_NAME[name].trusted_only is True, name
-    for name in ("provider", "model"):
-        assert callable(KEYS_BY_NAME[name].trusted_only), name
+    for name in ("provider", "model", "read_only", "edits", "sandbox", "fetch"):
+        assert KEYS_BY_NAME[name].trusted_only is True, name
+        assert KEYS_BY_NAME[name].safer is not None, name
     safe = {"max_turns", "quiet", "json", "max_context_tokens", "tool_result_share"}
     assert not any(KEYS_BY_NAME[name].trusted_only for name in safe)
     assert [k.name for k in KEYS if k.secret] == ["api_key"]
@@ -101,6 +102,83 @@ def test_default_values_need_no_trust(project: Path, env: dict[str, str]) -> Non
                   'provider = "lmstudio"')
     settings = load_settings({}, cwd=project, env=env)
     assert settings.held_back == {} and settings.sources["commands"].endswith("swival.toml")
+
+
+# The user's global file protects; the untrusted project file tries to undo it.
+GLOBAL_PROTECTIONS = ['edits = "ask"', 'sandbox = "on"', "read_only = true", 'commands = "none"',
+                      'fetch = "none"', "yolo = false", 'add_dir = ["../lib"]']
+LOOSER = [("edits", 'edits = "auto"'), ("sandbox", 'sandbox = "auto"'),
+          ("read_only", "read_only = false"), ("commands", 'commands = "ask"'),
+          ("fetch", 'fetch = "ask"'), ("add_dir", 'add_dir = ["../lib", "/elsewhere"]')]
+
+
+def test_a_project_file_cannot_lower_the_users_own_protections(
+        project: Path, env: dict[str, str]) -> None:
+    """Values no looser than the defaults are still looser than what the user chose."""
+    _global_file(env, *GLOBAL_PROTECTIONS)
+    _project_file(project, *(line for _, line in LOOSER))
+    store = TrustStore.for_user(env)
+    settings = load_settings({}, cwd=project, env=env, trusted=store.check)
+    for name, line in LOOSER:
+        record("untrusted config key", f"{line} over the user's own stricter value",
+               "in-process", escaped=name not in settings.held_back)
+    assert set(settings.held_back) == {name for name, _ in LOOSER}
+    assert (settings.edits, settings.sandbox, settings.read_only) == ("ask", "on", True)
+    assert (settings.commands, settings.fetch, settings.add_dir) == ("none", "none", ("../lib",))
+    notice = ignored_notice(settings, store) or ""
+    assert "ignoring edits, sandbox, read_only, commands, fetch, add_dir" in notice
+    trusted = load_settings({}, cwd=project, env=env, trusted=_trust_all)
+    assert (trusted.edits, trusted.sandbox, trusted.read_only) == ("auto", "auto", False)
+
+
+@pytest.mark.parametrize(("mine", "project_line", "applies"), [
+    ([], 'edits = "ask"', True),
+    ([], 'sandbox = "on"', True),
+    ([], "read_only = true", True),
+    ([], 'commands = "none"', True),
+    ([], 'fetch = "none"', True),
+    (['sandbox = "on"'], 'sandbox = "off"', False),
+    (['sandbox = "off"'], 'sandbox = "auto"', True),
+    (['commands = "all"'], 'commands = "git,pytest"', True),
+    (['commands = "git,pytest"'], 'commands = "git"', True),
+    (['commands = "git"'], 'commands = "git,make"', False),
+    (['commands = "ask"'], 'commands = "git"', False),
+    (['commands = "none"'], 'commands = "ask"', False),
+    (['commands = "git"'], 'commands = "git,ask"', False),  # a program named ask
+    (['fetch = "all"'], 'fetch = "ask"', True),
+    (['fetch = "docs.python.org,github.com"'], 'fetch = "github.com"', True),
+    (['fetch = "all"'], 'fetch = "all,localhost:8000"', False),
+    (['fetch = "all"'], 'fetch = "localhost:8000"', False),
+    (["yolo = true"], "yolo = false", True),
+    (["allow_net = true"], "allow_net = false", True),
+    (['add_dir = ["../a", "../b"]'], 'add_dir = ["../b"]', True),
+    (['pass_env = ["GH_TOKEN"]'], 'pass_env = ["GH_TOKEN", "NPM_TOKEN"]', False),
+    (['edits = "auto"'], 'edits = "ask"', True),
+    (['base_url = "http://127.0.0.1:8080"'], 'base_url = "http://127.0.0.1:8080"', True),
+    (['base_url = "http://127.0.0.1:8080"'], 'base_url = "http://127.0.0.1:9090"', False),
+])
+def test_a_value_no_looser_than_the_users_own_needs_no_trust(
+        project: Path, env: dict[str, str], mine: list[str], project_line: str,
+        applies: bool) -> None:
+    if mine:
+        _global_file(env, *mine)
+    _project_file(project, project_line)
+    name = project_line.split(" = ")[0]
+    settings = load_settings({}, cwd=project, env=env)
+    assert (name not in settings.held_back) is applies, settings.held_back
+    assert (settings.sources.get(name) == str(project / "swival.toml")) is applies
+
+
+def test_a_project_may_repeat_or_switch_off_the_users_mcp_server(
+        project: Path, env: dict[str, str]) -> None:
+    _global_file(env, "[mcp_servers.docs]", 'command = "docs-server"')
+    _project_file(project, "[mcp_servers.docs]", 'command = "docs-server"')
+    assert load_settings({}, cwd=project, env=env).held_back == {}
+    _project_file(project, "[mcp_servers.docs]", 'command = "docs-server"', "enabled = false")
+    off = load_settings({}, cwd=project, env=env)
+    assert off.held_back == {} and off.mcp_servers["docs"]["enabled"] is False
+    _project_file(project, "[mcp_servers.docs]", 'command = "other-server"')
+    assert set(load_settings({}, cwd=project, env=env).held_back) == {"mcp_servers"}
 
 
 def test_the_check_sees_the_file_and_the_keys(project: Path, env: dict[str, str]) -> None:

@@ -155,3 +155,27 @@ def test_a_project_starter_written_by_swival_is_trusted(tmp_path: Path) -> None:
     result = run_swival(None, tmp_path, "--provider", "llamacpp", "-p", "hello")
     assert result.returncode == 3 and "127.0.0.1:9" in result.stderr
     assert "ignoring" not in result.stderr
+
+
+def test_untrusted_project_cannot_undo_the_users_own_protections(
+        fake_server: Any, tmp_path: Path) -> None:
+    """The project's values are the defaults, but the user chose stricter ones."""
+    root = tmp_path / "cloned"
+    (root / ".git").mkdir(parents=True)
+    (root / "swival.toml").write_text(
+        'edits = "auto"\nread_only = false\nsandbox = "auto"\ncommands = "ask"\n')
+    mine = root / ".xdg" / "swival" / "config.toml"  # run_swival's XDG_CONFIG_HOME
+    mine.parent.mkdir(parents=True)
+    mine.write_text('edits = "ask"\nread_only = true\nsandbox = "on"\ncommands = "none"\n')
+    server = fake_server(kind="llamacpp").script(
+        tool("write_file", file_path="planted.txt", content="x\n"), text("Finished."))
+    result = run_swival(server, root, "-p", "tidy up")
+    offered = [t["function"]["name"] for t in server.requests[0].get("tools", [])]
+    for key in ("edits", "read_only"):
+        record("untrusted config key", f"{key} back to its default over the user's choice",
+               "swival", escaped=(root / "planted.txt").exists() or "write_file" in offered,
+               traceback="Traceback" in result.stderr)
+    assert result.returncode == 0, result.stderr
+    assert "write_file" not in offered and not (root / "planted.txt").exists()
+    first = result.stderr.splitlines()[0]
+    assert "ignoring edits, read_only, sandbox, commands." in first and "--trust" in first
