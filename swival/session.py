@@ -129,7 +129,7 @@ def find_transcript(settings: Settings, resume: str | None, latest: bool) -> Pat
         matches = [sid for sid in index.transcripts(root, subagents=True) if sid == resume] or [
             sid for sid in saved if sid.startswith(resume)]
         if len(matches) == 1:
-            return folder / f"{matches[0]}.jsonl"
+            return _unchanged(index, root, matches[0])
         if not matches and (folder / f"{resume}.jsonl").exists():
             raise UsageError(
                 f"Session {resume!r} in {folder} was not recorded by Swival for you (it may "
@@ -139,10 +139,20 @@ def find_transcript(settings: Settings, resume: str | None, latest: bool) -> Pat
         raise UsageError(f"No session recorded in {folder} yet: start one first (run "
                          f"swival).{others}")
     if resume is None:
-        return folder / f"{saved[-1]}.jsonl"
+        return _unchanged(index, root, saved[-1])
     what = "is ambiguous" if matches else "was not found"
     raise UsageError(f"Session {resume!r} {what} in {folder}. Recent sessions: "
                      f"{', '.join(saved[-5:])}.")
+
+
+def _unchanged(index: SessionIndex, root: Path, session_id: str) -> Path:
+    """The transcript of `session_id`; UsageError when it is not what Swival wrote."""
+    path = sessions_dir(root) / f"{session_id}.jsonl"
+    change = index.changed(root, session_id)
+    if change is not None:
+        raise UsageError(f"Session {session_id} ({path}) will not be resumed: {change}. "
+                         "Start a new session, or resume another with --resume ID.")
+    return path
 
 
 def open_session(settings: Settings, *, interactive: bool,
@@ -172,7 +182,9 @@ def _context_engine(settings: Settings, provider: Provider, registry: ToolRegist
         extras=Extras(state_dir=state_dir, redactor=redactor,
                       summarize=make_summarizer(provider, settings.temperature),
                       exact=getattr(provider, "count_prompt", None),
-                      on_transcript=lambda path: index.record(root, path.stem)),
+                      on_transcript=lambda path: index.record(root, path.stem),
+                      on_seal=lambda path, size, digest: index.seal(
+                          root, path.stem, size, digest)),
     )
 
 

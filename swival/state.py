@@ -13,8 +13,10 @@ folder, whose files its history may point to, and keeps the newest SPILLS_KEPT f
 other sessions.
 
 The session index lives in the user's state directory, where no repository can put
-files: one line per transcript that this user's Swival created, per project. Only
-indexed sessions are resumed or listed.
+files: one line per transcript that this user's Swival created, per project, and a seal
+per transcript: the size and SHA-256 of exactly what Swival wrote to it, renewed after
+every record (SealedFile). Only indexed sessions are resumed or listed, and only while the
+transcript is exactly what Swival wrote.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ import hashlib
 import json
 import os
 import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from swival.errors import UsageError
 from swival.redaction import Redactor
@@ -224,6 +229,45 @@ class SessionIndex:
                     found[str(data["session"])] = data.get("parent")
         return found
 
+    def _seal_file(self, project: Path, session_id: str) -> Path:
+        name = SAFE_NAME.sub("_", session_id) or "session"
+        return self._file(project).with_suffix(".seals") / f"{name}.json"
+
+    def seal(self, project: Path, session_id: str, size: int, digest: str) -> None:
+        """Record that Swival wrote `size` bytes whose SHA-256 is `digest` to the
+        transcript of `session_id` (replaced atomically; readable by the user alone)."""
+        path = self._seal_file(project, session_id)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".seal-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump({"size": size, "sha256": digest}, out)
+            os.replace(temp, path)
+        except OSError:
+            Path(temp).unlink(missing_ok=True)
+            raise
+
+    def changed(self, project: Path, session_id: str) -> str | None:
+        """Why the transcript of `session_id` may not be resumed, for a person: it is not
+        what Swival last wrote there, or Swival has no seal of it. None when intact."""
+        try:
+            sealed = json.loads(self._seal_file(project, session_id).read_text("utf-8"))
+            size, digest = int(sealed["size"]), str(sealed["sha256"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return ("Swival has no record of what it wrote there (an older Swival wrote it, "
+                    "or the run ended before its first record)")
+        try:
+            data = (sessions_dir(project) / f"{session_id}.jsonl").read_bytes()
+        except OSError as exc:
+            return f"it cannot be read ({exc.strerror or exc})"
+        if len(data) != size:
+            return (f"it changed since Swival last wrote it (it holds {len(data)} bytes, "
+                    f"Swival wrote {size}); something else rewrote it")
+        if hashlib.sha256(data).hexdigest() != digest:
+            return ("it changed since Swival last wrote it (same size, other content); "
+                    "something else rewrote it")
+        return None
+
     def recorded(self, project: Path) -> list[str]:
         """Ids recorded for `project`, subagents' included, oldest first."""
         return list(self._entries(project))
@@ -241,3 +285,71 @@ class SessionIndex:
         folder, known = sessions_dir(project), set(self.recorded(project))
         return len([p for p in folder.glob("*.jsonl") if p.stem not in known]) if (
             folder.is_dir()) else 0
+
+
+@dataclass(frozen=True)
+class _Book:
+    """What a SealedFile wrote: the hash and size of it, and bytes being appended."""
+
+    digest: Any
+    size: int
+    pending: bytes = b""
+
+
+class SealedFile:
+    """An append-only file (a session transcript) that hashes exactly the bytes it
+    appends and passes `(size, sha256)` to `on_seal` after each append. The seal thus
+    describes what Swival wrote and nothing else: bytes another process adds or changes,
+    even while the session runs, leave the file different from its seal for good.
+
+    The bookkeeping is one immutable value replaced in one step, and an append whose
+    bookkeeping an interruption (Ctrl-C, SIGTERM) cut short is taken in by the next
+    append, or by `close`, when the file grew by exactly those bytes; a seal cut short is
+    renewed then too. Opened without following a symlink; created with mode 0600, never
+    through an existing file."""
+
+    def __init__(self, fd: int, on_seal: Callable[[int, str], None] | None) -> None:
+        self._fd = fd
+        self._on_seal = on_seal
+        digest, size = hashlib.sha256(), 0
+        while chunk := os.pread(fd, 1 << 16, size):  # what a resumed transcript holds
+            digest.update(chunk)
+            size += len(chunk)
+        self._book = _Book(digest, size)
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool,
+             on_seal: Callable[[int, str], None] | None = None) -> SealedFile:
+        flags = os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        flags |= (os.O_CREAT | os.O_EXCL) if create else 0
+        return cls(os.open(path, flags, 0o600), on_seal)
+
+    def append(self, data: bytes) -> None:
+        """Append `data` and renew the seal. Raises OSError (disk full ...)."""
+        self._settle()
+        self._book = _Book(self._book.digest, self._book.size, data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
+        self._settle()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._settle()
+            os.close(self._fd)
+            self._fd = -1
+
+    def _settle(self) -> None:
+        """Take in the pending append if the file holds it, and renew the seal."""
+        book = self._book
+        size = os.fstat(self._fd).st_size
+        if book.pending and size == book.size + len(book.pending):
+            digest = book.digest.copy()
+            digest.update(book.pending)
+            book = self._book = _Book(digest, size)
+        elif book.pending and size == book.size:  # the write itself never happened
+            book = self._book = _Book(book.digest, size)
+        if self._on_seal is not None:
+            # A seal that cannot be written only means this session cannot be resumed.
+            with contextlib.suppress(OSError):
+                self._on_seal(book.size, book.digest.hexdigest())

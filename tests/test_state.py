@@ -217,17 +217,28 @@ def test_the_index_keeps_projects_apart(tmp_path: Path) -> None:
     assert index.recorded(tmp_path / "c") == []
 
 
-def _session(root: Path, session_id: str) -> None:
-    folder = root / ".swival" / "sessions"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{session_id}.jsonl").write_text(
+def _session(root: Path, session_id: str, *, by_swival: bool = False) -> Path:
+    """A transcript: written the way Swival writes one (recorded in the index and
+    sealed after each record), or `by_swival=False`, as a repository would ship it."""
+    path = root / ".swival" / "sessions" / f"{session_id}.jsonl"
+    if by_swival:
+        index = SessionIndex(user_state_dir(os.environ))
+        transcript = Transcript(path, REDACTOR, on_create=lambda p: index.record(root, p.stem),
+                                on_seal=lambda p, size, digest: index.seal(
+                                    root, p.stem, size, digest))
+        transcript.message(Message("user", "hi"))
+        transcript.message(Message("assistant", "hello"))
+        transcript.close()
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
         json.dumps({"type": "message", "message": {"role": "user", "content": "hi"}}) + "\n")
+    return path
 
 
 def test_only_recorded_sessions_are_resumed(tmp_path: Path) -> None:
     settings = Settings(project_root=tmp_path)
-    _session(tmp_path, "20250101-000000-aaaa")  # recorded by this user's Swival
-    SessionIndex(user_state_dir(os.environ)).record(tmp_path, "20250101-000000-aaaa")
+    _session(tmp_path, "20250101-000000-aaaa", by_swival=True)
     _session(tmp_path, "20990101-000000-ffff")  # newer, but came with the repository
     latest = find_transcript(settings, None, latest=True)
     assert latest is not None and latest.stem == "20250101-000000-aaaa"
@@ -243,3 +254,76 @@ def test_a_project_with_only_foreign_sessions_says_so(tmp_path: Path) -> None:
         find_transcript(Settings(project_root=tmp_path), None, latest=True)
     assert "No session recorded" in str(caught.value)
     assert "1 session file(s) there were not recorded" in str(caught.value)
+
+
+@pytest.mark.parametrize("rewrite", ["append", "same size", "truncate", "no seal"])
+def test_a_transcript_changed_behind_swivals_back_is_not_resumed(
+        tmp_path: Path, rewrite: str) -> None:
+    settings = Settings(project_root=tmp_path)
+    path = _session(tmp_path, "20250101-000000-aaaa", by_swival=True)
+    assert find_transcript(settings, None, latest=True) == path
+    original = path.read_bytes()
+    if rewrite == "append":
+        path.write_bytes(original + json.dumps(
+            {"type": "message", "message": {"role": "user", "content": "FORGED"}}).encode())
+    elif rewrite == "same size":
+        path.write_bytes(original.replace(b"hello", b"FORGE"))
+    elif rewrite == "truncate":
+        path.write_bytes(original[:len(original) // 2])
+    else:
+        for seal in Path(os.environ["XDG_STATE_HOME"]).rglob("*.seals/*.json"):
+            seal.unlink()
+    for by_id in (None, "20250101-000000-aaaa"):
+        with pytest.raises(UsageError) as caught:
+            find_transcript(settings, by_id, latest=by_id is None)
+        assert "will not be resumed" in str(caught.value), caught.value
+        expected = "no record of what it wrote" if rewrite == "no seal" else (
+            "changed since Swival last wrote it")
+        assert expected in str(caught.value)
+    if rewrite != "no seal":
+        path.write_bytes(original)  # put back exactly: resumable again
+        assert find_transcript(settings, None, latest=True) == path
+
+
+def _sealed_transcript(root: Path, index: SessionIndex, *, resume: bool = False,
+                       interrupt_once: bool = False) -> Transcript:
+    """A transcript sealed in `index`; with `interrupt_once`, the first seal is cut short
+    the way Ctrl-C cuts a write to the index."""
+    interrupted: list[bool] = []
+
+    def seal(path: Path, size: int, digest: str) -> None:
+        if interrupt_once and not interrupted:
+            interrupted.append(True)
+            raise KeyboardInterrupt
+        index.seal(root, path.stem, size, digest)
+
+    return Transcript(root / ".swival" / "sessions" / "s1.jsonl", REDACTOR, resume=resume,
+                      on_seal=seal)
+
+
+def test_an_interrupted_seal_is_caught_up_by_the_next_record(tmp_path: Path) -> None:
+    index = SessionIndex(tmp_path / "state")
+    transcript = _sealed_transcript(tmp_path, index, interrupt_once=True)
+    with pytest.raises(KeyboardInterrupt):
+        transcript.message(Message("user", "one"))
+    assert "no record" in (index.changed(tmp_path, "s1") or "")
+    transcript.message(Message("assistant", "two"))
+    transcript.close()
+    assert index.changed(tmp_path, "s1") is None
+    resumed = _sealed_transcript(tmp_path, index, resume=True)  # --continue appends on
+    resumed.message(Message("user", "three"))
+    resumed.close()
+    assert index.changed(tmp_path, "s1") is None
+
+
+def test_bytes_another_process_adds_mid_session_are_never_sealed(tmp_path: Path) -> None:
+    index = SessionIndex(tmp_path / "state")
+    transcript = _sealed_transcript(tmp_path, index)
+    transcript.message(Message("user", "one"))
+    path = tmp_path / ".swival" / "sessions" / "s1.jsonl"
+    with path.open("a", encoding="utf-8") as other:
+        other.write(json.dumps({"type": "message", "message": {
+            "role": "user", "content": "FORGED"}}) + "\n")
+    transcript.message(Message("assistant", "two"))  # Swival goes on writing ...
+    transcript.close()
+    assert "changed since Swival last wrote it" in (index.changed(tmp_path, "s1") or "")

@@ -36,7 +36,8 @@ class Extras:
     fixed session id, the server's own count of a prompt (messages, tool schemas) where
     it offers one (llama.cpp's template and tokenizer), the redactor that keeps secrets
     out of the transcript and saved outputs, and who to tell when a new transcript file
-    is created (the session index)."""
+    is created, and of the size and SHA-256 of what it holds after each record appended
+    to it (the session index)."""
 
     state_dir: Path | None = None
     summarize: Summarizer | None = None
@@ -45,6 +46,7 @@ class Extras:
     exact: ExactCount | None = None
     redactor: Redactor | None = None
     on_transcript: Callable[[Path], None] | None = None
+    on_seal: Callable[[Path, int, str], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,7 @@ class ContextEngine:
         self._measure = Measure(self.counter, self.calibration, self._view, tool_schemas)
         self.redactor = extras.redactor or Redactor()
         self._on_transcript = extras.on_transcript
+        self._on_seal = extras.on_seal
         self.session_id = extras.session_id or new_session_id()
         self.transcript_path = (state_dir / "sessions" / f"{self.session_id}.jsonl"
                                 if state_dir else None)
@@ -94,7 +95,8 @@ class ContextEngine:
         self._fresh_state()
 
     def _open_transcript(self, path: Path, resume: bool = False) -> Transcript:
-        return Transcript(path, self.redactor, resume=resume, on_create=self._on_transcript)
+        return Transcript(path, self.redactor, resume=resume, on_create=self._on_transcript,
+                          on_seal=self._on_seal)
 
     def _spill(self, stem: str) -> Callable[[str], Path | None]:
         """Saves an oversized text, redacted, in this session's spill folder."""

@@ -13,23 +13,25 @@ Resuming takes the last "history" (or "clear") record and applies the messages a
 
 Every string in a record passes through the session's Redactor before it is written, so
 no secret reaches the file. A new transcript is created with mode 0600 and never
-through an existing file or symlink; `on_create` hears of it (the session index).
+through an existing file or symlink; `on_create` hears of it (the session index), and
+`on_seal` gets the size and SHA-256 of what Swival wrote after every record (the index
+keeps them, so a transcript changed by anything else is not resumed; state.SealedFile).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from swival.events import Compacted
 from swival.messages import Message, clean_text
 from swival.redaction import Redactor
+from swival.state import SealedFile
 
 
 def new_session_id(now: float | None = None) -> str:
@@ -54,19 +56,21 @@ class Transcript:
     file. With `resume`, appends to the existing file; otherwise creates a new one."""
 
     def __init__(self, path: Path, redactor: Redactor | None = None, *, resume: bool = False,
-                 on_create: Callable[[Path], None] | None = None) -> None:
+                 on_create: Callable[[Path], None] | None = None,
+                 on_seal: Callable[[Path, int, str], None] | None = None) -> None:
         self.path = path
         self.redactor = redactor or Redactor()
         self._resume = resume
         self._on_create = on_create
-        self._file: IO[str] | None = None
+        self._on_seal = on_seal
+        self._file: SealedFile | None = None
 
-    def _open(self) -> IO[str]:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW
+    def _open(self) -> SealedFile:
         if not self._resume:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            flags |= os.O_CREAT | os.O_EXCL
-        handle = os.fdopen(os.open(self.path, flags, 0o600), "a", encoding="utf-8")
+        on_seal = self._on_seal
+        handle = SealedFile.open(self.path, create=not self._resume, on_seal=None if (
+            on_seal is None) else lambda size, digest: on_seal(self.path, size, digest))
         if not self._resume and self._on_create is not None:
             self._on_create(self.path)
         self._resume = True
@@ -79,8 +83,7 @@ class Transcript:
         # line must never fail to encode, so such characters are replaced.
         line = clean_text(json.dumps(self.redactor.scrub(record), ensure_ascii=False,
                                      default=str))
-        self._file.write(line + "\n")
-        self._file.flush()
+        self._file.append((line + "\n").encode("utf-8"))
 
     def message(self, message: Message, meta: Mapping[str, Any] | None = None) -> None:
         record: dict[str, Any] = {"type": "message", "message": message.to_dict()}
