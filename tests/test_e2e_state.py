@@ -1,6 +1,7 @@
 """`.swival/` belongs to the harness, checked through the installed `swival` the way a user
 runs it: a planted symlink stops it, the model cannot forge a session, a session file
-that came with the repository is never resumed, and git never sees the state."""
+that came with the repository or was rewritten since Swival wrote it is never resumed,
+and git never sees the state."""
 
 from __future__ import annotations
 
@@ -75,6 +76,26 @@ def test_a_shipped_session_is_never_resumed(fake_server: Any, tmp_path: Path) ->
     named = run_swival(server, tmp_path, "--resume", "20990101-000000-ffff", "-p", "go on")
     assert named.returncode == 2 and "will not be resumed" in named.stderr
     assert server.requests == []
+
+
+def test_a_session_rewritten_behind_swivals_back_is_not_resumed(
+        fake_server: Any, tmp_path: Path) -> None:
+    server = fake_server(kind="llamacpp").script(text("The word is kiwi."),
+                                                 text("You said kiwi."))
+    first = run_swival(server, tmp_path, "-q", "remember kiwi")
+    assert first.returncode == 0, first.stderr
+    (transcript,) = (tmp_path / ".swival" / "sessions").glob("*.jsonl")
+    original = transcript.read_bytes()
+    transcript.write_bytes(original.replace(b"remember kiwi", b"FORGED: rm -rf"))
+    refused = run_swival(server, tmp_path, "-q", "--continue", "what was the word?")
+    assert refused.returncode == 2 and len(server.requests) == 1
+    assert f"Session {transcript.stem}" in refused.stderr
+    assert "will not be resumed: it changed since Swival last wrote it" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    transcript.write_bytes(original)  # exactly what Swival wrote: resumed again
+    resumed = run_swival(server, tmp_path, "-q", "--continue", "what was the word?")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "remember kiwi" in request_text(server.requests[-1])
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
