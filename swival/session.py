@@ -23,7 +23,15 @@ from swival.prompts import system_prompt
 from swival.providers.base import Provider
 from swival.providers.factory import Connector, connect
 from swival.redaction import Redactor
-from swival.state import SessionIndex, prepare_state_dir, sessions_dir, undo_folder
+from swival.state import (
+    SessionIndex,
+    SpillClaim,
+    claim_spills,
+    prepare_state_dir,
+    sessions_dir,
+    spill_folder,
+    undo_folder,
+)
 from swival.tools.approval import Approvals, EditPolicy
 from swival.tools.base import ChildRun, SubagentTotals, ToolContext
 from swival.tools.catalog import default_tools
@@ -63,6 +71,7 @@ class Session:
     resumed: int = 0  # messages restored from a saved session
     redactor: Redactor = field(default_factory=Redactor)  # for everything shown or written
     mcp: McpTools | None = None  # the MCP servers, when any are configured and enabled
+    spills: SpillClaim | None = None  # keeps other sessions from pruning our spill files
 
     def start_servers(self) -> None:
         """Start the MCP servers in the background, if not yet (see build_session)."""
@@ -70,9 +79,12 @@ class Session:
             self.mcp.start()
 
     def close(self) -> None:
-        """Stop what the session started (MCP servers); safe to call twice."""
+        """Stop what the session started (MCP servers, the hold on its spill folder);
+        safe to call twice."""
         if self.mcp is not None:
             self.mcp.close()
+        if self.spills is not None:
+            self.spills.release()
 
     @property
     def provider(self) -> Provider:
@@ -223,6 +235,7 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     context = _context_engine(settings, provider, registry, state_dir, redactor)
     resumed = context.load_transcript(transcript) if transcript is not None else 0
     tool_ctx.session_id = context.session_id  # names the session's spill folder
+    spills = _hold_spills(state_dir, context.session_id)
     tool_ctx.undo = UndoJournal(undo_folder(state_dir, context.session_id))
     tool_ctx.undo.prune()
     mcp, mcp_notices = _start_mcp(settings, registry, context, approvals, redactor)
@@ -233,12 +246,22 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     if settings.read_only:  # the registry offers only read-only tools; tell the model
         agent.note(READ_ONLY_ON.format(", ".join(registry.names)))
     session = Session(settings, agent, policy, approvals, resumed=resumed,
-                      redactor=redactor, mcp=mcp)
+                      redactor=redactor, mcp=mcp, spills=spills)
     session.notices.extend(_notices(settings, mode, fetch_policy.mode, sandbox))
     session.notices.extend(mcp_notices)
     if not interactive:
         session.start_servers()  # the REPL starts them once its prompt is up
     return session
+
+
+def _hold_spills(state_dir: Path, session_id: str) -> SpillClaim | None:
+    """Hold this session's spill folder while it runs, so another session's pruning
+    leaves the files its history points to alone (None if the folder cannot be held:
+    the session runs on, unprotected)."""
+    try:
+        return claim_spills(spill_folder(state_dir, session_id))
+    except OSError:
+        return None
 
 
 def subagent_tools(value: str) -> tuple[str, ...] | None:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from swival.session import find_transcript
 from swival.state import (
     SPILLS_KEPT,
     SessionIndex,
+    claim_spills,
     prepare_state_dir,
     prune_spills,
     spill_folder,
@@ -141,6 +145,48 @@ def test_pruning_never_touches_the_current_session(tmp_path: Path) -> None:
     newest = spill_text("newer", out / "newest", "cmd")  # now "mine" is an earlier session
     assert not (out / "old-session").exists(), "emptied folders go too"
     assert [p for p in mine if p.exists()] == mine[-SPILLS_KEPT:] and newest.exists()
+
+
+def test_pruning_leaves_a_running_sessions_folder_alone(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    claim = claim_spills(out / "running")
+    theirs = [spill_text(f"running {n}", out / "running", "cmd") for n in range(5)]
+    ended = [spill_text(f"ended {n}", out / "ended", "cmd") for n in range(5)]
+    spill_text("mine", out / "mine", "cmd")
+    prune_spills(out / "mine", keep=0)
+    assert all(p.exists() for p in theirs), "another session still points to these"
+    assert not any(p.exists() for p in ended) and not (out / "ended").exists()
+    claim.release()  # that session ended
+    prune_spills(out / "mine", keep=0)
+    assert not (out / "running").exists()
+    again = claim_spills(out / "running")  # --resume of it holds it again
+    assert (out / "running" / ".live").exists()
+    again.release()
+
+
+def test_a_session_in_another_process_is_protected_until_that_process_dies(
+        tmp_path: Path) -> None:
+    """The hold is a lock of the running process: it lasts while the process runs, and
+    ends with it, however it ends (here SIGKILL, which runs no clean-up)."""
+    out = tmp_path / "out"
+    script = ("import sys, time\nfrom pathlib import Path\n"
+              "from swival.state import claim_spills, spill_text\n"
+              "claim_spills(Path(sys.argv[1]))\n"
+              "spill_text('theirs', Path(sys.argv[1]), 'cmd')\n"
+              "print('held', flush=True)\ntime.sleep(60)\n")
+    other = subprocess.Popen([sys.executable, "-c", script, str(out / "other")],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "held\n"
+        spill_text("mine", out / "mine", "cmd")
+        prune_spills(out / "mine", keep=0)
+        assert [p.name for p in (out / "other").iterdir() if p.name != ".live"] == [
+            "cmd-1.txt"]
+    finally:
+        other.send_signal(signal.SIGKILL)
+        other.wait()
+    prune_spills(out / "mine", keep=0)
+    assert not (out / "other").exists()
 
 
 def test_pruning_removes_a_planted_link_but_not_what_it_points_to(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Shaping raw output for the model: binary sniffing, line cutting, and head+tail
 previews of outputs too large to send whole (the full text is spilled to a file the
-model can page through with read_file: see swival/state.py)."""
+model can page through with read_file: see swival/state/spills.py)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,5 @@
-"""What Swival keeps on disk: the project's `.swival/` directory, the spill files in it,
-and the user's index of the sessions Swival recorded.
-
-`.swival/` belongs to the harness. A repository can ship one, so `prepare_state_dir`
-refuses a `.swival` (or a `sessions`, `out`, `history` or `undo` in it) that is a
-symlink, and a `.swival` that is a file, instead of writing through it; it creates the
-directory with mode 0700 and keeps a `.gitignore` holding `*` in it, so `git add -A` never commits
-transcripts full of file contents.
-
-Spill files (outputs too large for the window, saved for the model to page through)
-live in `.swival/out/<session id>/`. Pruning never touches the current session's
-folder, whose files its history may point to, and keeps the newest SPILLS_KEPT files of
-other sessions.
-
-The session index lives in the user's state directory, where no repository can put
-files: one line per transcript that this user's Swival created, per project, and a seal
-per transcript: the size and SHA-256 of exactly what Swival wrote to it, renewed after
-every record (SealedFile). Only indexed sessions are resumed or listed, and only while the
-transcript is exactly what Swival wrote.
-"""
+"""The user's index of the sessions Swival recorded, and the seal of each transcript
+(see swival/state/__init__.py)."""
 
 from __future__ import annotations
 
@@ -25,165 +7,13 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from swival.errors import UsageError
-from swival.redaction import Redactor
-
-STATE_DIR = ".swival"
-SESSIONS = "sessions"
-SPILLS = "out"
-HISTORY = "history"  # the REPL's prompt history
-UNDO = "undo"  # pre-images of tool edits, for /undo (swival/tools/undo.py)
-SPILLS_KEPT = 50  # spill files of earlier sessions kept; older ones are removed
-SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-NUMBER = re.compile(r"-(\d+)\.txt$")
-
-
-# ----- the project's .swival directory ----------------------------------------------------
-
-
-def _refuse(path: Path) -> None:
-    """UsageError when `path` is a symlink, or (for .swival itself) not a directory."""
-    if path.is_symlink():
-        target = os.readlink(path)
-        raise UsageError(
-            f"{path} is a symlink (to {target}). Swival keeps transcripts and saved output "
-            "there and does not follow a link, which a repository could ship to send them "
-            f"elsewhere. Remove the link (rm {path}) and start Swival again.")
-    if path.name == STATE_DIR and path.exists() and not path.is_dir():
-        raise UsageError(
-            f"{path} is a file, but Swival keeps its transcripts and saved output in a "
-            f".swival directory there. Move the file away (mv {path} {path}.bak) and start "
-            "Swival again.")
-
-
-def prepare_state_dir(root: Path) -> Path:
-    """Check and create `<root>/.swival` (mode 0700, with a `.gitignore` of `*`) and
-    return it. Raises UsageError (exit 2) saying how to fix a symlink, a file in the
-    way, or a directory that cannot be created."""
-    state = root / STATE_DIR
-    for path in (state, state / SESSIONS, state / SPILLS, state / HISTORY, state / UNDO):
-        _refuse(path)
-    ignore = state / ".gitignore"
-    try:
-        state.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(state, 0o700)
-        if ignore.is_symlink() or not ignore.is_file() or ignore.read_text() != "*\n":
-            tmp = state / ".gitignore.tmp"
-            tmp.unlink(missing_ok=True)
-            tmp.write_text("*\n", encoding="utf-8")
-            os.replace(tmp, ignore)
-    except OSError as exc:
-        raise UsageError(
-            f"Swival keeps its state in {state} and could not set it up: "
-            f"{exc.strerror or exc}. Run Swival in a directory you can write to.") from None
-    return state
-
-
-def sessions_dir(root: Path) -> Path:
-    return root / STATE_DIR / SESSIONS
-
-
-def undo_folder(state_dir: Path, session_id: str) -> Path:
-    """Where one session's undo record goes: `<state_dir>/undo/<session_id>`."""
-    return state_dir / UNDO / (SAFE_NAME.sub("_", session_id) or "session")
-
-
-def spill_folder(state_dir: Path, session_id: str) -> Path:
-    """Where one session's spill files go: `<state_dir>/out/<session_id>`."""
-    return state_dir / SPILLS / (SAFE_NAME.sub("_", session_id) or "session")
-
-
-# ----- spill files --------------------------------------------------------------------------
-
-
-def _create(folder: Path, stem: str) -> tuple[Path, BinaryIO]:
-    """A new file `<stem>-<n>.txt` in `folder` (created on demand), opened exclusively:
-    an existing name, or a symlink planted under it, is never written through."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if folder.is_symlink():
-        raise OSError(f"{folder} is a symlink")
-    base = SAFE_NAME.sub("_", stem)[:60] or "result"
-    start = len(os.listdir(folder)) + 1
-    for n in range(start, start + 10_000):
-        path = folder / f"{base}-{n}.txt"
-        try:
-            return path, path.open("xb")
-        except FileExistsError:
-            continue
-    raise OSError(f"too many spill files in {folder}")
-
-
-def spill_stream(f: BinaryIO, folder: Path, stem: str, redactor: Redactor) -> Path:
-    """Copy an open binary file (from its start), redacted, to a new spill file in
-    `folder` and return its path. Raises OSError (e.g. disk full); a partial copy is
-    removed. Older spill files of other sessions are pruned."""
-    path, out = _create(folder, stem)
-    with out:
-        try:
-            f.seek(0)
-            redactor.copy(f, out)
-        except OSError:
-            path.unlink(missing_ok=True)
-            raise
-    prune_spills(folder)
-    return path
-
-
-def spill_text(text: str, folder: Path, stem: str) -> Path:
-    """Write `text` (already redacted) to a new spill file in `folder`; as spill_stream."""
-    path, out = _create(folder, stem)
-    with out:
-        try:
-            out.write(text.encode("utf-8", errors="replace"))
-        except OSError:
-            path.unlink(missing_ok=True)
-            raise
-    prune_spills(folder)
-    return path
-
-
-def prune_spills(folder: Path, keep: int = SPILLS_KEPT) -> None:
-    """Remove all but the newest `keep` spill files outside `folder` (other sessions'
-    folders and loose files next to them). `folder`, the current session's, is never
-    touched. Symlinks are removed, never followed."""
-    out = folder.parent
-    found: list[tuple[int, int, str]] = []
-    with contextlib.suppress(OSError), os.scandir(out) as entries:
-        for entry in entries:
-            if entry.name == folder.name:
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                with os.scandir(entry.path) as inner:
-                    found += [_age(e) for e in inner if not e.is_dir(follow_symlinks=False)]
-            else:
-                found.append(_age(entry))
-    found.sort()
-    for *_, old in found[:max(0, len(found) - keep)]:
-        with contextlib.suppress(OSError):
-            os.unlink(old)
-    with contextlib.suppress(OSError), os.scandir(out) as entries:
-        for entry in entries:
-            if entry.name != folder.name and entry.is_dir(follow_symlinks=False):
-                with contextlib.suppress(OSError):
-                    os.rmdir(entry.path)  # only when emptied
-
-
-def _age(entry: os.DirEntry[str]) -> tuple[int, int, str]:
-    """Sort key, oldest first: modification time, then the file's number (files made
-    within one clock tick share a time)."""
-    number = NUMBER.search(entry.name)
-    return (entry.stat(follow_symlinks=False).st_mtime_ns,
-            int(number.group(1)) if number else 0, entry.path)
-
-
-# ----- the session index --------------------------------------------------------------------
+from swival.state.folder import SAFE_NAME, sessions_dir
 
 
 class SessionIndex:
