@@ -1,19 +1,24 @@
 """`.swival/` belongs to the harness, checked through the installed `swival` the way a user
 runs it: a planted symlink stops it, the model cannot forge a session, a session file
 that came with the repository or was rewritten since Swival wrote it is never resumed,
-and git never sees the state."""
+a running session's spill files survive another's pruning, and git never sees the
+state."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e import request_text, run_swival
+from swival.state import prune_spills
+from tests.e2e import request_text, run_swival, swival_command
 from tests.evidence import record
 from tests.fakeserver import text, tool
 
@@ -96,6 +101,34 @@ def test_a_session_rewritten_behind_swivals_back_is_not_resumed(
     resumed = run_swival(server, tmp_path, "-q", "--continue", "what was the word?")
     assert resumed.returncode == 0, resumed.stderr
     assert "remember kiwi" in request_text(server.requests[-1])
+
+
+def test_a_running_sessions_spill_files_survive_another_sessions_pruning(
+        fake_server: Any, tmp_path: Path) -> None:
+    """While one `swival` runs (here inside a long command, after a spill), another
+    session's pruning leaves its spill files alone; once it has ended they may go."""
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command="seq 1 30000"),
+        tool("run_command", command="touch started; sleep 60"), text("never"))
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / ".xdg"), "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [*swival_command(), "--provider", "llamacpp", "--base-url", server.url, "--yolo",
+         "--sandbox", "off", "-p", "count"], cwd=tmp_path, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = tmp_path / ".swival" / "out"
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "started").exists():
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+            time.sleep(0.05)
+        (spilled,) = out.glob("*/cmd-*.txt")
+        prune_spills(out / "another-session", keep=0)
+        assert spilled.exists(), "the running session's history points to it"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    prune_spills(out / "another-session", keep=0)
+    assert not spilled.exists() and not spilled.parent.exists()
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
