@@ -205,8 +205,15 @@ def test_sigterm_mid_turn_stops_cleanly(fake_server: Any, tmp_path: Path, sandbo
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not marker.exists() or not pids_of(sleeper):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.1)
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            _, err = proc.communicate()
+            told = [m["content"] for body in server.requests for m in body["messages"]
+                    if m["role"] == "tool"]
+            pytest.fail(f"swival ended or stalled before the command ran (exit code "
+                        f"{proc.returncode}); stderr: {err[-1500:]!r}; the model was told: "
+                        f"{told!r}")
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143, err

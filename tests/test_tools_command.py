@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 from swival.messages import ToolCall, ToolResult
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
+from swival.tools.process import run_in_group
 from swival.tools.registry import ToolRegistry
 from swival.tools.run_command import INLINE_BYTES
 from swival.tools.sandbox import Sandbox, SandboxConfig
@@ -167,6 +170,42 @@ def test_keyboard_interrupt_kills_group_and_propagates(either_ctx: ToolContext) 
         run(either_ctx, command=f"{sleeper} & wait")
     assert seen, "the command's child was running when Ctrl-C came"
     assert gone(sleeper)
+
+
+class Interrupted(Exception):
+    """What this test's SIGINT handler raises (a stray one fails the test, not the run)."""
+
+
+def test_an_interruption_while_the_command_starts_still_ends_it(tmp_path: Path) -> None:
+    """Ctrl-C at random moments of the first milliseconds, while the child is being
+    started: whenever it got started, it is ended (without holding interruptions back
+    during Popen, about half of these children kept running)."""
+    rng, survivors = random.Random(3), []
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        for _ in range(40):
+            sleeper = unique_sleep()
+            timer = threading.Timer(rng.uniform(0, 0.004), os.kill,
+                                    (os.getpid(), signal.SIGINT))
+            try:
+                timer.start()
+                with tempfile.TemporaryFile() as out:
+                    run_in_group(["/bin/sh", "-c", f"exec {sleeper}"], tmp_path, 20, out,
+                                 os.environ)
+            except Interrupted:
+                pass
+            timer.join()
+            if not gone(sleeper, wait=1.0):
+                survivors.append(sleeper)
+                for pid in pids_of(sleeper):
+                    os.kill(pid, signal.SIGKILL)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert survivors == []
 
 
 def test_bad_arguments(ctx: ToolContext) -> None:

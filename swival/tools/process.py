@@ -7,6 +7,8 @@ hanging), and stdout+stderr go to the file the caller passes (never into memory)
 the command ends, times out or is interrupted, whatever is left of its group is killed:
 no stray process outlives the call, except one that deliberately left the group
 (setsid, daemonizing) outside the sandbox; inside it, the PID namespace ends with bwrap.
+An interruption (Ctrl-C, SIGTERM) that comes while the child is being started is held
+back until its process id is known, so it ends the child too.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 TERM_GRACE_SECONDS = 2.0
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 # Quiet pagers and prompts that would otherwise wait for a terminal that is not there.
 NON_INTERACTIVE_ENV = {
     "PAGER": "cat",
@@ -62,27 +66,55 @@ def reap_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold back Ctrl-C and SIGTERM, and deliver them on leaving. Raised inside Popen
+    after the fork, they would leave a child whose process id never reached the caller,
+    so nothing could end it. Only the main thread handles signals (and may change their
+    handlers); elsewhere, and when a handler was not set from Python, nothing is held."""
+    previous = {number: signal.getsignal(number) for number in INTERRUPTS}
+    if threading.current_thread() is not threading.main_thread() or None in (
+            previous.values()):
+        yield
+        return
+    held: list[int] = []
+    for number in INTERRUPTS:
+        signal.signal(number, lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for signum in held:
+            signal.raise_signal(signum)
+
+
 def run_in_group(argv: Sequence[str], cwd: Path, timeout: float, out: BinaryIO,
                  env: Mapping[str, str]) -> Outcome:
     """Run `argv` (usually `[shell(), "-c", command]`, possibly inside bwrap) in `cwd` with
     `env` plus the non-interactive settings, output to `out`. Raises OSError when it
-    cannot start; on KeyboardInterrupt kills the group and re-raises."""
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env={**env, **NON_INTERACTIVE_ENV},
-    )
+    cannot start; on KeyboardInterrupt (or any exception) kills the group and re-raises,
+    also when the interruption came while the child was being started."""
+    proc: subprocess.Popen[bytes] | None = None
     try:
+        with _interrupts_held():
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**env, **NON_INTERACTIVE_ENV},
+            )
         code = proc.wait(timeout)
     except subprocess.TimeoutExpired:
+        assert proc is not None  # only wait() times out
         kill_group(proc)
         return Outcome(None, timed_out=True)
     except BaseException:
-        kill_group(proc, grace=0.5)
+        if proc is not None:
+            kill_group(proc, grace=0.5)
         raise
     reap_group(proc)
     return Outcome(code, timed_out=False)
