@@ -111,6 +111,7 @@ def makes_links(words: Sequence[str]) -> bool:
 
 
 def _writer_paths(writer: Writer, args: list[str]) -> list[str]:
+    """The paths `args` tell a program described by `writer` to write."""
     given = operands(args, writer.short, writer.longs)
     options = args[:args.index("--")] if "--" in args else args
     every = any(_gives(a, writer.every) for a in options if a.startswith("-"))
