@@ -119,12 +119,15 @@ def _env_runs(args: list[str]) -> bool:
     """Whether GNU env's arguments name a program to run: an operand that is not a
     `NAME=value` assignment, or `-S`/`--split-string` (also inside a cluster such as
     `-iS'cmd'`, or abbreviated)."""
-    skip = False
-    for k, arg in enumerate(args):
+    skip = ended = False
+    for arg in args:
         if skip:
             skip = False
+        elif ended or not arg.startswith("-") or arg == "-":
+            if arg != "-" and "=" not in arg:
+                return True
         elif arg == "--":
-            return k + 1 < len(args)
+            ended = True
         elif arg.startswith("--"):
             option = long_option(arg, ENV_VALUED)
             if option == "--split-string":
@@ -135,8 +138,6 @@ def _env_runs(args: list[str]) -> bool:
             if any(letter == "S" for letter, _ in options):
                 return True
             skip = options[-1][1] == ""
-        elif arg != "-" and "=" not in arg:
-            return True
     return False
 
 
