@@ -293,6 +293,9 @@ class Subagents:
 
     def __init__(self, settings: Settings, parent: Agent, widen: tuple[str, ...] | None):
         self.settings, self.parent, self.widen = settings, parent, widen
+        # The children's spill folders, held as long as the parent runs: its history
+        # may quote what they found, saved paths included.
+        self.held: list[SpillClaim | None] = []
 
     def spawn(self, prompt: str, limit: int, on_event: Callable[[Event], None]) -> ChildRun:
         """Run one child on `prompt` to its end; its events go to `on_event`. Ctrl-C and
@@ -335,6 +338,8 @@ class Subagents:
         context = self._context(registry)
         share = context.settings.tool_result_share * context.budget.input_budget
         limit = min(limit, int(share * CHARS_PER_TOKEN))
+        if context.state_dir is not None:
+            self.held.append(_hold_spills(context.state_dir, context.session_id))
         tool_ctx = replace(parent.tool_ctx, read_files={}, session_id=context.session_id,
                            spawn=None, on_event=lambda _event: None,
                            subagents=SubagentTotals())
@@ -362,7 +367,9 @@ class Subagents:
                           summarize=make_summarizer(provider, self.settings.temperature),
                           counter=parent.counter, session_id=session_id,
                           exact=getattr(provider, "count_prompt", None),
-                          on_transcript=lambda path: index.record(root, path.stem, owner)))
+                          on_transcript=lambda path: index.record(root, path.stem, owner),
+                          on_seal=lambda path, size, digest: index.seal(
+                              root, path.stem, size, digest)))
 
 
 def _start_mcp(settings: Settings, registry: ToolRegistry, context: ContextEngine,

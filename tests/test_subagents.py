@@ -224,3 +224,19 @@ def test_a_projects_subagent_tools_apply_only_when_trusted(tmp_path: Path) -> No
     assert untrusted.subagent_max_turns == 5  # a limit, not a power: applies untrusted
     trusted = load_settings({}, cwd=tmp_path, trusted=lambda file, keys: True)
     assert trusted.subagent_tools == "all"
+
+
+def test_a_childs_saved_outputs_survive_another_sessions_pruning(tmp_path: Path) -> None:
+    """A child's spill folder is held as long as the parent runs, like the parent's own:
+    the parent's history may quote what the child found."""
+    from swival.state import prune_spills
+
+    (tmp_path / "big.txt").write_text("".join(f"line {i}\n" for i in range(6000)))
+    child = [call("read_file", file_path="big.txt"), reply("The owner is on line 1.")]
+    session, _, _ = session_for(tmp_path, routed([ASK, reply("Line 1.")], child))
+    turn(session)
+    out = tmp_path / ".swival" / "out"
+    saved = list(out.glob("*-task*/*.txt"))
+    assert saved, "the child's read was saved in its own folder"
+    prune_spills(out / "another-session", keep=0)
+    assert all(path.exists() for path in saved)

@@ -156,6 +156,10 @@ def test_a_project_file_cannot_lower_the_users_own_protections(
     (['edits = "auto"'], 'edits = "ask"', True),
     (['base_url = "http://127.0.0.1:8080"'], 'base_url = "http://127.0.0.1:8080"', True),
     (['base_url = "http://127.0.0.1:8080"'], 'base_url = "http://127.0.0.1:9090"', False),
+    ([], 'subagent_tools = "read-only"', True),
+    (['subagent_tools = "all"'], 'subagent_tools = "edit_file"', True),
+    (['subagent_tools = "edit_file"'], 'subagent_tools = "edit_file,run_command"', False),
+    ([], 'subagent_tools = "all"', False),
 ])
 def test_a_value_no_looser_than_the_users_own_needs_no_trust(
         project: Path, env: dict[str, str], mine: list[str], project_line: str,
