@@ -4,8 +4,8 @@ requests to the loopback fake, and nothing tries to leave the machine.
 
 - A local server goes through the direct httpx transport and never imports litellm.
 - The litellm path that hosted models use talks to the loopback fake here (a hosted-style
-  provider given the fake's URL as its API base); its offline price map gives a hosted
-  model's window and the cost of the calls.
+  provider given the fake's URL as its API base), after its warm-up; its offline price map
+  gives a hosted model's window and the cost of the calls.
 """
 
 from __future__ import annotations
@@ -85,13 +85,16 @@ HOSTED = GUARD + r"""
 from swival.messages import Usage
 from swival.providers.base import ProviderInfo
 from swival.providers.factory import spent
-from swival.providers.hosted import CallConfig, HostedProvider, hosted_window
+from swival.providers.hosted import CallConfig, HostedProvider
+from swival.providers.pricemap import hosted_window
+from swival.providers.wire import Limits
 from swival.providers.streaming import RetryPolicy
 
 window = hosted_window("openai/gpt-4o-mini")
 info = ProviderInfo("openai", "(hosted)", "gpt-4o-mini", window)
-call = CallConfig("openai/gpt-4o-mini", sys.argv[1] + "/v1", "sk-test-key", 30.0)
+call = CallConfig("openai/gpt-4o-mini", sys.argv[1] + "/v1", "sk-test-key", Limits(30.0, 30.0))
 provider = HostedProvider(info, RetryPolicy(retries=1, backoff=0.01), call)
+provider.warm()  # its rehearsals of the first call must not leave the machine either
 result = exchange(provider)
 result["window"] = [window.tokens, window.source]
 result["unknown_window"] = hosted_window("openrouter/nobody/no-such-model").tokens

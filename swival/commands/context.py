@@ -11,7 +11,7 @@ from swival.context.compactor import NEARLY_FULL
 from swival.context.snapshot import Restored
 from swival.events import Compacted
 from swival.providers.factory import spent
-from swival.providers.hosted import PRICE_SOURCE
+from swival.providers.pricemap import PRICE_SOURCE
 
 USER_TURN = 0  # compactions asked for by the user are not tied to a model turn
 

@@ -3,8 +3,9 @@
 `connect(settings)` is the main entry point the rest of Swival needs. Its discovery probes are
 plain HTTP with short timeouts. Local servers (LM Studio, llama.cpp, Ollama, any `--base-url`)
 get a direct httpx provider and never import litellm; httpx itself is imported on the first
-call, or earlier by `warm_up(provider)` from a background thread. Only a hosted model imports
-litellm, for its window (when not configured) and its calls.
+call, or earlier by `warm_up(provider)` from a background thread. Connecting to a hosted model
+imports nothing heavy either (its window comes from litellm's price map read as a file);
+litellm is imported by `warm_up` or the first call.
 
 Hosted models: with `--provider generic` and no `--base-url`, a litellm model string whose
 prefix names a hosted provider (`openrouter/...`, `openai/...`, `anthropic/...`) goes to that
@@ -32,10 +33,11 @@ from swival.providers.discovery import (
     discover_ollama,
     list_models,
 )
-from swival.providers.hosted import CallConfig, HostedProvider, hosted_window
+from swival.providers.hosted import CallConfig, HostedProvider
 from swival.providers.http import ProbeError
 from swival.providers.ollama import OllamaProvider
 from swival.providers.openai_compat import OpenAICompatProvider
+from swival.providers.pricemap import hosted_window
 from swival.providers.streaming import RetryPolicy, unreachable_message
 from swival.providers.tokenize import ExactCounter
 from swival.providers.wire import HttpChannel, Limits
@@ -81,6 +83,10 @@ def _configured_window(settings: Settings, found: WindowInfo) -> WindowInfo:
     return found
 
 
+def _limits(settings: Settings) -> Limits:
+    return Limits(first=settings.request_timeout, idle=settings.idle_timeout)
+
+
 def _hosted(settings: Settings, policy: RetryPolicy) -> Provider:
     model = str(settings.model)
     if settings.max_context_tokens is not None:
@@ -88,7 +94,7 @@ def _hosted(settings: Settings, policy: RetryPolicy) -> Provider:
     else:
         window = hosted_window(model)
     info = ProviderInfo(model.split("/", 1)[0], "(hosted)", model, window, "configured")
-    call = CallConfig(model, None, settings.api_key, settings.request_timeout)
+    call = CallConfig(model, None, settings.api_key, _limits(settings))
     return HostedProvider(info, policy, call)
 
 
@@ -136,7 +142,7 @@ def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
     found = _discover(kind, server, settings.model, shown)
     window = _configured_window(settings, found.window)
     info = ProviderInfo(kind, shown, found.model, window, found.model_source)
-    limits = Limits(first=settings.request_timeout, idle=settings.idle_timeout)
+    limits = _limits(settings)
     if kind == "ollama":
         channel = HttpChannel(server.root, limits, settings.api_key)
         return OllamaProvider(info, policy, channel, window.budget_tokens)

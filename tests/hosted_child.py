@@ -1,0 +1,103 @@
+"""Checks of the litellm path for hosted models, run in a child process so that importing
+litellm (seconds, ~170 MB) is paid once and never lands in the test runner itself.
+
+    python -m tests.hosted_child   -> one JSON object on the last line of stdout
+
+Each check drives `HostedProvider` (litellm's real code) against loopback FakeServers given
+as the API base of a hosted-style model string; tests/test_hosted.py asserts on the result.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from swival.messages import Message
+from swival.providers.base import ChatRequest, Completion, ProviderInfo, Restart
+from swival.providers.hosted import CallConfig, HostedProvider, import_litellm
+from swival.providers.pricemap import hosted_window
+from swival.providers.streaming import RetryPolicy
+from swival.providers.wire import Limits
+from tests.fakeserver import FakeServer, Reply, text
+
+MODEL = "openai/gpt-4o-mini"
+# Model strings of several providers whose window the price map and litellm must agree on.
+AGREE = (
+    "openai/gpt-4o-mini", "openai/gpt-4.1", "anthropic/claude-sonnet-4-5",
+    "gemini/gemini-2.5-flash", "mistral/mistral-large-latest", "deepseek/deepseek-chat",
+    "together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo", "openrouter/nobody/no-such-model",
+)
+FIRST_CALL_PACKAGES = ("litellm", "openai", "httpx", "httpcore", "tiktoken", "h11")
+
+
+def provider(server: FakeServer, limits: Limits) -> HostedProvider:
+    info = ProviderInfo("openai", "(hosted)", "gpt-4o-mini", hosted_window(MODEL))
+    call = CallConfig(MODEL, server.v1_url, "sk-test-key", limits)
+    return HostedProvider(info, RetryPolicy(retries=2, backoff=0.01), call)
+
+
+def run(hosted: HostedProvider, ask: str = "hello") -> dict[str, Any]:
+    """One streamed request: its answer, how many Restarts it took, and its duration."""
+    started = time.monotonic()
+    items = list(hosted.stream(ChatRequest([Message("user", ask)])))
+    final = items[-1]
+    assert isinstance(final, Completion)
+    return {"answer": final.message.content,
+            "restarts": sum(isinstance(item, Restart) for item in items),
+            "seconds": time.monotonic() - started}
+
+
+def agreement() -> dict[str, list[int | None]]:
+    """(price map, litellm.get_model_info) window per model string."""
+    litellm = import_litellm()
+    out: dict[str, list[int | None]] = {}
+    for model in AGREE:
+        try:
+            info = litellm.get_model_info(model)
+            theirs = info.get("max_input_tokens") or info.get("max_tokens")
+        except Exception:  # noqa: BLE001 - litellm's own error for an unmapped model
+            theirs = None
+        out[model] = [hosted_window(model).tokens, theirs]
+    return out
+
+
+def first_call_after_warm_up() -> list[str]:
+    """The modules of litellm's stack that the first real call still had to import after
+    `warm()` (none, when the warm-up preloads what that call needs)."""
+    with FakeServer(kind="openai", model="gpt-4o-mini") as server:
+        hosted = provider(server, Limits(30.0, 30.0))
+        hosted.warm()
+        before = set(sys.modules)
+        server.script(text("Warm."))
+        run(hosted)
+        assert len(server.requests) == 1
+        return sorted(m for m in set(sys.modules) - before
+                      if m.partition(".")[0] in FIRST_CALL_PACKAGES)
+
+
+def time_limits() -> dict[str, Any]:
+    """A keep-alive trickle and a silent server are cut by the limits and retried; a slow
+    steady stream that lasts well past the idle limit is not cut."""
+    out: dict[str, Any] = {}
+    with FakeServer(kind="openai", model="gpt-4o-mini") as server:
+        hosted = provider(server, Limits(first=1.0, idle=0.5))
+        server.script(Reply(text="Half of this reply, then only keep-alive comments.",
+                            mode="trickle", hang=20.0), text("Second try."))
+        out["trickle"] = {**run(hosted), "requests": len(server.requests)}
+        server.script(Reply(mode="hang", hang=20.0), text("After the silence."))
+        out["silent"] = {**run(hosted), "requests": len(server.requests)}
+        server.script(Reply(text="A slow but steady stream of words.", delay=0.15, chunk=3))
+        out["steady"] = {**run(hosted), "requests": len(server.requests)}
+    return out
+
+
+def main() -> None:
+    result = {"agreement": agreement(), "first_call_imports": first_call_after_warm_up(),
+              "limits": time_limits()}
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
