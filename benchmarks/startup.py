@@ -103,6 +103,16 @@ def help_runs(runs: int) -> tuple[list[Run], str]:
     return times, out.stdout.strip().splitlines()[-1]
 
 
+def help_verdict(runs: Sequence[Run], target: float = 0.1) -> str:
+    """Whether the median `--help` run met `target` seconds, in wall and in CPU time."""
+    wall, cpu = median([r.wall for r in runs]), median([r.cpu for r in runs])
+    if wall <= target:
+        return "met"
+    if cpu <= target:
+        return "missed in wall time (the CPU time is within it: the rest is waiting for a core)"
+    return "missed (see what costs what below)"
+
+
 def help_breakdown(runs: int) -> str:
     """What `--help` spends its CPU time on, as differences of medians between processes
     that each do one step more: the bare interpreter (`-S`: no site-packages), its
@@ -258,6 +268,7 @@ def measure(runs: int, turns: int) -> list[tuple[str, str, str, str]]:
     rows = []
     help_times, imported = help_runs(runs)
     rows.append(row("`swival --help`", help_times, "≤ 0.1 s"))
+    rows.append(("`--help` against its target", help_verdict(help_times), "", "≤ 0.1 s"))
     rows.append(("`--help` imports litellm or httpx", imported, "", "none"))
     rows.append(("`--help`: what costs what (CPU, each step's median minus the one before)",
                  "", help_breakdown(runs), ""))
@@ -328,10 +339,25 @@ def section(rows: list[tuple[str, str, str, str]], load: str) -> str:
         "and the HTTP client (httpx and httpcore) load in the background once the prompt is "
         "drawn, so a request typed at once waits for them behind a `preparing` spinner; one "
         "typed a second later finds them ready. httpcore imports trio when it is installed, "
-        "as it is on this "
-        "machine; Swival does not depend on it. Local servers never load litellm: the "
-        "`import litellm` row is what a local run used to pay on its first call, in time and "
-        "in memory; only hosted models load it now.\n"
+        "as it is on this machine; Swival does not depend on it. Local servers never load "
+        "litellm: the `import litellm` row is what a local run used to pay on its first "
+        "call, in time and in memory; only hosted models load it now.\n\n"
+        "A hosted model (a litellm model string; here `openai/gpt-4o-mini` with its API base "
+        "pointed at the loopback server) draws its prompt as soon as a local one: its window "
+        "comes from litellm's price map read as a file, and litellm is imported in the "
+        "background once the prompt is drawn. A request typed at once waits for that import "
+        "behind the live `preparing` spinner; the warm-up then also rehearses the first call "
+        "offline ([providers](providers.md#hosted-providers)), so a request typed once it is "
+        "leaves without loading anything.\n\n"
+        "What `--help` costs. The breakdown row splits its CPU time into steps, each a "
+        "process doing one thing more than the one before. Swival's own part is the last "
+        "two steps (importing swival.cli, then building and printing the help, most of which "
+        "is typer reading the options' annotations). The rest would be the same for any "
+        "typer program on this Python: the interpreter, the site-packages start-up (the "
+        "`.pth` hooks this installation runs at every start, among them the import finder "
+        "of an editable install, which a regular install does not have) and importing "
+        "typer, the largest single step. Going further below the target would mean "
+        "replacing typer; wall time above the CPU time is waiting for a shared core.\n"
     )
 
 
