@@ -348,7 +348,7 @@ def section(rows: list[tuple[str, str, str, str]], load: str) -> str:
         "background once the prompt is drawn. A request typed at once waits for that import "
         "behind the live `preparing` spinner; the warm-up then also rehearses the first call "
         "offline ([providers](providers.md#hosted-providers)), so a request typed once it is "
-        "leaves without loading anything.\n\n"
+        "over leaves without loading anything.\n\n"
         "What `--help` costs. The breakdown row splits its CPU time into steps, each a "
         "process doing one thing more than the one before. Swival's own part is the last "
         "two steps (importing swival.cli, then building and printing the help, most of which "
