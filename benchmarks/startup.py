@@ -343,7 +343,7 @@ def section(rows: list[tuple[str, str, str, str]], load: str) -> str:
         "litellm: the `import litellm` row is what a local run used to pay on its first "
         "call, in time and in memory; only hosted models load it now.\n\n"
         "A hosted model (a litellm model string; here `openai/gpt-4o-mini` with its API base "
-        "pointed at the loopback server) draws its prompt as soon as a local one: its window "
+        "pointed at the loopback server) draws its prompt as fast as a local one: its window "
         "comes from litellm's price map read as a file, and litellm is imported in the "
         "background once the prompt is drawn. A request typed at once waits for that import "
         "behind the live `preparing` spinner; the warm-up then also rehearses the first call "
