@@ -45,21 +45,20 @@ class ChunkPump:
         self._clock = clock
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._stopped = threading.Event()
+        self._ended = False  # the stream ran to its end: nothing to close
         threading.Thread(target=self._run, name="swival-hosted-stream", daemon=True).start()
 
     def _run(self) -> None:
         try:
             self.stream = self._open()
             for chunk in self.stream:
-                if self._stopped.is_set():
-                    break
+                if self._stopped.is_set():  # given up while this read was blocked
+                    self._on_close(self.stream)
+                    return
                 self._queue.put((_ITEM, chunk))
             self._queue.put((_END, None))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
             self._queue.put((_ERROR, exc))
-        finally:
-            if self._stopped.is_set() and self.stream is not None:
-                self._on_close(self.stream)
 
     def chunks(self, progress: Callable[[], int]) -> Iterator[Any]:
         """The stream's chunks. `progress()` is read after each chunk is handled; when it
@@ -73,6 +72,7 @@ class ChunkPump:
             except queue.Empty:
                 raise Transient(limit_message(self.limits, started)) from None
             if kind == _END:
+                self._ended = True
                 return
             if kind == _ERROR:
                 raise value
@@ -83,8 +83,9 @@ class ChunkPump:
                 deadline = self._clock() + self.limits.idle
 
     def close(self) -> None:
-        """Stop reading: the worker ends at its next chunk; the stream is closed now if it
-        is open (a read blocked in the worker may still finish first)."""
+        """Stop reading: the worker ends at its next chunk; a stream given up before its
+        end is closed now (a read blocked in the worker may still finish first). A stream
+        that ended is left alone: its connection may serve the next request."""
         self._stopped.set()
-        if self.stream is not None:
+        if self.stream is not None and not self._ended:
             self._on_close(self.stream)
