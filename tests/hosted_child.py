@@ -1,10 +1,12 @@
 """Checks of the litellm path for hosted models, run in a child process so that importing
 litellm (seconds, ~170 MB) is paid once and never lands in the test runner itself.
 
-    python -m tests.hosted_child   -> one JSON object on the last line of stdout
+    python -m tests.hosted_child PROJECT_DIR   -> one JSON object on the last line of stdout
 
-Each check drives `HostedProvider` (litellm's real code) against loopback FakeServers given
-as the API base of a hosted-style model string; tests/test_hosted.py asserts on the result.
+Every non-loopback connection is refused first (tests/netguard.py), so the result also
+says whether anything tried to leave the machine. Each check drives `HostedProvider`
+(litellm's real code) against loopback FakeServers given as the API base of a hosted-style
+model string; tests/test_hosted.py asserts on the result.
 """
 
 from __future__ import annotations
@@ -12,15 +14,21 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from swival.messages import Message
-from swival.providers.base import ChatRequest, Completion, ProviderInfo, Restart
+from swival.commands import dispatch
+from swival.config import Settings
+from swival.messages import Message, Usage
+from swival.providers.base import ChatRequest, Completion, ProviderInfo, Restart, complete
+from swival.providers.factory import spent
 from swival.providers.hosted import CallConfig, HostedProvider, import_litellm
 from swival.providers.pricemap import hosted_window
 from swival.providers.streaming import RetryPolicy
 from swival.providers.wire import Limits
-from tests.fakeserver import FakeServer, Reply, text
+from swival.session import build_session
+from tests import netguard
+from tests.fakeserver import FakeServer, Reply, text, tools
 
 MODEL = "openai/gpt-4o-mini"
 # Model strings of several providers whose window the price map and litellm must agree on.
@@ -30,6 +38,9 @@ AGREE = (
     "together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo", "openrouter/nobody/no-such-model",
 )
 FIRST_CALL_PACKAGES = ("litellm", "openai", "httpx", "httpcore", "tiktoken", "h11")
+READ_TOOL = {"type": "function", "function": {
+    "name": "read_file", "description": "Read",
+    "parameters": {"type": "object", "properties": {"file_path": {"type": "string"}}}}}
 
 
 def provider(server: FakeServer, limits: Limits) -> HostedProvider:
@@ -77,6 +88,31 @@ def first_call_after_warm_up() -> list[str]:
                       if m.partition(".")[0] in FIRST_CALL_PACKAGES)
 
 
+def exchange(project: Path) -> dict[str, Any]:
+    """A streamed tool call, then an answer, then a whole turn of a session (for /context's
+    cost line): what arrived, and what it cost by the price map."""
+    with FakeServer(kind="openai", model="gpt-4o-mini") as server:
+        hosted = provider(server, Limits(30.0, 30.0))
+        hosted.warm()
+        server.script(tools([("read_file", {"file_path": "a.py"})], arg_chunk=4),
+                      text("It prints hello.", usage=(40, 5)), text("Hi.", usage=(2000, 3)))
+        first = complete(hosted, ChatRequest([Message("user", "read a.py")], tools=[READ_TOOL]))
+        second = complete(hosted, ChatRequest([Message("user", "and now?")], tools=[READ_TOOL]))
+        call = first.message.tool_calls[0]
+        session = build_session(Settings(project_root=project), hosted, interactive=False)
+        for _ in session.agent.run_turn("say hi"):
+            pass
+        return {
+            "call": [call.name, dict(call.arguments)], "answer": second.message.content,
+            "usage": [second.usage.prompt_tokens, second.usage.completion_tokens]
+            if second.usage else None,
+            "model_sent": server.requests[0]["model"],
+            "window": [hosted.info.window.tokens, hosted.info.window.source],
+            "spent": spent(hosted), "priced": hosted.cost(Usage(1_000_000, 0)),
+            "context_footer": dispatch("/context", session.agent).footer,
+        }
+
+
 def time_limits() -> dict[str, Any]:
     """A keep-alive trickle and a silent server are cut by the limits and retried; a slow
     steady stream that lasts well past the idle limit is not cut."""
@@ -94,8 +130,12 @@ def time_limits() -> dict[str, Any]:
 
 
 def main() -> None:
-    result = {"agreement": agreement(), "first_call_imports": first_call_after_warm_up(),
+    netguard.install()
+    result = {"first_call_imports": first_call_after_warm_up(),  # first: nothing loaded yet
+              "exchange": exchange(Path(sys.argv[1])), "agreement": agreement(),
               "limits": time_limits()}
+    result["mcp_sdk_loaded"] = "mcp" in sys.modules  # litellm can use it; hosted calls must not
+    result["attempts"] = netguard.ATTEMPTS
     print(json.dumps(result))
 
 

@@ -2,9 +2,10 @@
 
 - Connecting, and everything the REPL builds before its prompt, imports no litellm: the
   window comes from litellm's price map read as a file, and agrees with litellm's own.
-- The warm-up preloads what the first call needs; the time limits of the direct transports
-  (`request_timeout`, `idle_timeout`) hold for hosted streams too (tests/hosted_child.py
-  runs those checks in one child process, importing litellm once).
+- Through litellm's real code, in one child process with every non-loopback connection
+  refused (tests/hosted_child.py, importing litellm once): a streamed exchange, its price,
+  the warm-up preloading what the first call needs, and the time limits of the direct
+  transports (`request_timeout`, `idle_timeout`) holding for hosted streams too.
 - The installed `swival`, one-shot `--json`, reports the cost by the price map; in the REPL a
   request typed at once waits behind a live spinner while litellm loads, then is answered.
 """
@@ -103,13 +104,37 @@ def test_connect_and_the_repl_before_its_prompt_import_no_litellm(tmp_path: Path
 # -- litellm's real code, in one child process ---------------------------------------------
 
 @pytest.fixture(scope="module")
-def child() -> Iterator[dict[str, Any]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LITELLM", "OPENAI"))}
-    out = subprocess.run([sys.executable, "-m", "tests.hosted_child"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=180)
+def child(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """No litellm, tokenizer or proxy environment: Swival must keep litellm offline alone."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LITELLM", "TIKTOKEN", "OPENAI")) and not k.endswith("_PROXY")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    project = tmp_path_factory.mktemp("hosted-project")
+    out = subprocess.run([sys.executable, "-m", "tests.hosted_child", str(project)], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Give Feedback" not in out.stderr and "LiteLLM" not in out.stderr
     yield json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_nothing_tries_to_leave_the_machine(child: dict[str, Any]) -> None:
+    assert child["attempts"] == []  # warm-up rehearsals and calls included
+    assert child["mcp_sdk_loaded"] is False
+
+
+def test_a_streamed_exchange_through_litellm(child: dict[str, Any]) -> None:
+    done = child["exchange"]
+    assert done["call"] == ["read_file", {"file_path": "a.py"}]
+    assert done["answer"] == "It prints hello." and done["usage"] == [40, 5]
+    assert done["model_sent"] == "gpt-4o-mini"
+    assert done["window"] == [128_000, f"{PRICE_SOURCE}, max_input_tokens"]
+
+
+def test_calls_are_priced_by_the_offline_map(child: dict[str, Any]) -> None:
+    done = child["exchange"]
+    assert done["priced"] > 0 and 0 < done["spent"] < done["priced"]
+    assert re.search(r"Cost so far: \$0\.0\d{3} \(litellm's bundled price map\)",
+                     done["context_footer"])
 
 
 def test_price_map_windows_agree_with_litellm(child: dict[str, Any]) -> None:
