@@ -38,7 +38,7 @@ from swival.providers.base import (
 )
 from swival.providers.repair import repair_note
 from swival.redaction import Redactor
-from swival.tools.base import ToolContext
+from swival.tools.base import SubagentTotals, ToolContext
 from swival.tools.mentions import attach
 from swival.tools.registry import ToolRegistry
 from swival.tools.undo import Undone, UndoRefused
@@ -264,6 +264,11 @@ class Agent:
     def describe_sandbox(self) -> str:
         """How commands run, in one line for people (e.g. the start-up line)."""
         return self.tool_ctx.sandbox.describe()
+
+    @property
+    def subagent_totals(self) -> SubagentTotals:
+        """The session's subagent runs so far (tasks, failures, their tokens)."""
+        return self.tool_ctx.subagents
 
     def undo_last(self, force: bool = False) -> Undone | UndoRefused | None:
         """Revert the file edits of the newest request not yet undone (see

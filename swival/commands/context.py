@@ -132,7 +132,7 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
         "fits.\n"
         f"Compactions so far: {usage.compactions}. The server computed {usage.reprocessed} "
         "cached tokens again because of them and of changes to the tool list (/mcp, /plan).")
-    children = agent.tool_ctx.subagents
+    children = agent.subagent_totals
     if children.tasks:
         failed = f", {children.failed} without an answer" if children.failed else ""
         footer += (f"\nSubagents: {children.tasks} task{'s' if children.tasks > 1 else ''}"
