@@ -2,9 +2,12 @@
 
 Against the loopback fake server (instant replies), with the installed `swival`:
 
-1. `swival --help`: wall and CPU time, and whether litellm or httpx got imported;
+1. `swival --help`: wall and CPU time, whether litellm or httpx got imported, and what the
+   CPU time goes to (interpreter, site-packages start-up, typer, swival.cli, the help);
 2. the REPL in a real pseudo-terminal (pexpect): launch until the prompt is drawn, then a
-   request typed the moment the prompt appears, from Enter until the server has it;
+   request typed the moment the prompt appears, from Enter until the server has it; and
+   the same with a hosted model string (litellm, its API base pointed at the loopback
+   server), plus a request typed once the background warm-up is over;
 3. a one-shot 15-step investigation (14 tool calls and the answer, from
    benchmarks/scenarios.py) at a 32K window, whole process, through LM Studio's transport
    (OpenAI-compatible SSE) and Ollama's (native NDJSON); and the peak memory of that run;
@@ -32,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,8 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.scenarios import INVESTIGATE, workspace  # noqa: E402
+from benchmarks.turn_cost import in_process_turns, loopback_turns  # noqa: E402
 from tests.fakeserver import FakeServer, Reply  # noqa: E402
-from tests.scripted import ScriptedProvider, call, reply  # noqa: E402
 
 PROMPT = "›"  # the space after it is drawn as a cursor move
 SECTION = "## Start-up"
@@ -59,7 +62,10 @@ class Run:
 
 
 def swival_command() -> list[str]:
-    exe = shutil.which("swival")
+    """The console script installed with this interpreter (a version manager's shim on
+    PATH, such as pyenv's, would add its own start-up), else the one on PATH."""
+    beside = Path(sys.executable).parent / "swival"
+    exe = str(beside) if beside.is_file() else shutil.which("swival")
     return [exe] if exe else [sys.executable, "-m", "swival"]
 
 
@@ -97,27 +103,50 @@ def help_runs(runs: int) -> tuple[list[Run], str]:
     return times, out.stdout.strip().splitlines()[-1]
 
 
-def help_breakdown() -> str:
-    """What `--help` spends its time on: starting the interpreter, then the import time of
-    each package (`python -X importtime`: every module's own time, summed per package)."""
+def help_verdict(runs: Sequence[Run], target: float = 0.1) -> str:
+    """Whether the median `--help` run met `target` seconds, in wall and in CPU time."""
+    wall, cpu = median([r.wall for r in runs]), median([r.cpu for r in runs])
+    if wall <= target:
+        return "met"
+    if cpu <= target:
+        return "missed in wall time (the CPU time is within it: the rest is waiting for a core)"
+    return "missed (see what costs what below)"
+
+
+def help_breakdown(runs: int) -> str:
+    """What `--help` spends its CPU time on, as differences of medians between processes
+    that each do one step more: the bare interpreter (`-S`: no site-packages), its
+    site-packages start-up (`.pth` hooks of this installation), importing typer, importing
+    swival.cli, and running `--help`."""
     root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
-    bare = median([timed([sys.executable, "-c", "pass"], root, environment(root)).wall
-                   for _ in range(5)])
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c",
-                          "from swival.cli import main; import sys; sys.argv = ['swival', "
-                          "'--help']; main()"], capture_output=True, text=True, cwd=root)
-    costs: dict[str, int] = {}
-    for line in out.stderr.splitlines():
-        parts = line.removeprefix("import time:").split("|")
-        if len(parts) == 3 and parts[0].strip().isdigit():
-            top = parts[2].strip().split(".")[0]
-            costs[top] = costs.get(top, 0) + int(parts[0])
-    biggest = sorted(costs.items(), key=lambda kv: -kv[1])[:5]
-    return ", ".join([f"interpreter {1000 * bare:.0f} ms"] +
-                     [f"{name} {us / 1000:.0f} ms" for name, us in biggest])
+    steps = {"interpreter (-S)": [sys.executable, "-S", "-c", "pass"],
+             "site-packages start-up": [sys.executable, "-c", "pass"],
+             "import typer": [sys.executable, "-c", "import typer"],
+             "import swival.cli": [sys.executable, "-c", "import swival.cli"],
+             "building and printing the help": [*swival_command(), "--help"]}
+    cpu: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(runs):  # interleaved, so a change in load hits every step alike
+        for name, cmd in steps.items():
+            cpu[name].append(timed(cmd, root, environment(root)).cpu)
+    parts, before = [], 0.0
+    for name, values in cpu.items():
+        parts.append(f"{name} {1000 * (median(values) - before):.0f} ms")
+        before = median(values)
+    return ", ".join(parts)
 
 
-def repl_runs(server: FakeServer, runs: int, config: str = "") -> tuple[list[Run], list[Run]]:
+@dataclass(frozen=True)
+class Launch:
+    """How the REPL starts for a row: its arguments (None: the llama.cpp fake it is given),
+    more environment, and whether the request is typed only once the warm-up is over."""
+
+    args: tuple[str, ...] | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    settle: bool = False
+
+
+def repl_runs(server: FakeServer, runs: int, config: str = "",
+              launch: Launch = Launch()) -> tuple[list[Run], list[Run]]:
     """(launch until the prompt, Enter until the request reached the server) per launch;
     `config` is the user's global config file for these launches."""
     import pexpect
@@ -127,18 +156,22 @@ def repl_runs(server: FakeServer, runs: int, config: str = "") -> tuple[list[Run
     if config:
         (root / ".config" / "swival").mkdir(parents=True)
         (root / ".config" / "swival" / "config.toml").write_text(config, encoding="utf-8")
+    args = launch.args or ("--provider", "llamacpp", "--base-url", server.url)
     launches, firsts = [], []
     for _ in range(runs):
         server.script(Reply(text="The answer."))
         seen = len(server.times)
         cmd = swival_command()
         started = time.monotonic()
-        child = pexpect.spawn(cmd[0], [*cmd[1:], "--provider", "llamacpp", "--base-url",
-                                       server.url], cwd=str(root), env=environment(root),
+        child = pexpect.spawn(cmd[0], [*cmd[1:], *args], cwd=str(root),
+                              env={**environment(root), **dict(launch.env)},
                               encoding="utf-8", dimensions=(40, 120), timeout=60)
         child.expect_exact(PROMPT)
         enter, cpu_at_prompt = time.monotonic(), cpu_of(child.pid)
         launches.append(Run(enter - started, cpu_at_prompt))
+        if launch.settle:
+            settle(child.pid)
+            enter, cpu_at_prompt = time.monotonic(), cpu_of(child.pid)
         child.send("what is the answer?\r")
         while len(server.times) == seen:
             time.sleep(0.001)
@@ -149,6 +182,27 @@ def repl_runs(server: FakeServer, runs: int, config: str = "") -> tuple[list[Run
         child.expect(pexpect.EOF)
         child.close()
     return launches, firsts
+
+
+def settle(pid: int, quiet: float = 0.5, limit: float = 60.0) -> None:
+    """Wait until the process has used (almost) no CPU for `quiet` seconds: its
+    background warm-up is over."""
+    deadline = time.monotonic() + limit
+    last, since = cpu_of(pid), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = cpu_of(pid)
+        if now - last > 0.02:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+
+
+def hosted_launch(server: FakeServer, settled: bool) -> Launch:
+    """A hosted model string (litellm), its API base pointed at the loopback server."""
+    env = (("OPENAI_API_BASE", server.v1_url), ("OPENAI_BASE_URL", server.v1_url),
+           ("OPENAI_API_KEY", "sk-bench"))
+    return Launch(("--provider", "generic", "--model", "openai/gpt-4o-mini"), env, settled)
 
 
 def investigation_script() -> list[Reply]:
@@ -192,61 +246,6 @@ def import_cost(module: str) -> Run:
     return timed([sys.executable, "-c", f"import {module}"], root, env)
 
 
-def in_process_turns(turns: int) -> list[float]:
-    """Agent + context engine + real tools against an instant scripted model."""
-    from tests.test_repl_logic import make_session
-
-    root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
-    workspace(root)
-    provider = ScriptedProvider([], window=32_768)
-    session = make_session(root, provider)
-
-    def script() -> None:
-        provider.add(call("read_file", file_path="shop/pricing.py"),
-                     call("grep", pattern="def order_total"), reply("Done.", usage=(900, 5)))
-
-    return _time_turns(turns, script, session.agent.run_turn)
-
-
-def loopback_turns(server: FakeServer, turns: int) -> list[float]:
-    """The same turn through the direct HTTP transport to the loopback fake server."""
-    from swival.config import load_settings
-    from swival.session import open_session
-
-    root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
-    (root / ".git").mkdir()
-    workspace(root)
-    old = Path.cwd()
-    os.chdir(root)
-    try:
-        settings = load_settings({"provider": "llamacpp", "base_url": server.url},
-                                 config_path=None)
-        session = open_session(settings, interactive=False)
-
-        def script() -> None:
-            server.script(Reply(tool_calls=(("read_file", {"file_path": "shop/pricing.py"}),)),
-                          Reply(tool_calls=(("grep", {"pattern": "def order_total"}),)),
-                          Reply(text="Done."))
-
-        server.script(Reply(text="warm"))
-        list(session.agent.run_turn("warm the connection"))  # loads httpx and the tokenizer
-        return _time_turns(turns, script, session.agent.run_turn)
-    finally:
-        os.chdir(old)
-
-
-def _time_turns(turns: int, script: Callable[[], None],
-                run_turn: Callable[[str], object]) -> list[float]:
-    times = []
-    for i in range(turns):
-        script()
-        started = time.perf_counter()
-        for _event in run_turn(f"request {i}"):  # type: ignore[attr-defined]
-            pass
-        times.append(time.perf_counter() - started)
-    return times
-
-
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
@@ -269,8 +268,10 @@ def measure(runs: int, turns: int) -> list[tuple[str, str, str, str]]:
     rows = []
     help_times, imported = help_runs(runs)
     rows.append(row("`swival --help`", help_times, "≤ 0.1 s"))
+    rows.append(("`--help` against its target", help_verdict(help_times), "", "≤ 0.1 s"))
     rows.append(("`--help` imports litellm or httpx", imported, "", "none"))
-    rows.append(("`--help`: what costs what (wall, one run)", help_breakdown(), "", ""))
+    rows.append(("`--help`: what costs what (CPU, each step's median minus the one before)",
+                 "", help_breakdown(runs), ""))
     with FakeServer(kind="llamacpp", window=16_384) as server:
         launches, firsts = repl_runs(server, runs)
         rows.append(row("REPL: launch until the prompt is drawn", launches, "≤ 0.5 s"))
@@ -287,6 +288,7 @@ def measure(runs: int, turns: int) -> list[tuple[str, str, str, str]]:
         rows.append(("LM Studio / Ollama", f"{ratio[0]:.2f}×", f"{ratio[1]:.2f}×", "≤ 1.25×"))
         rows.append(("peak memory of that one-shot run (LM Studio transport)",
                      f"{median([r.rss_mb for r in lmstudio]):.0f} MB", "", ""))
+        rows += hosted_rows(max(3, runs // 2))
         for module in ("httpx", "litellm"):
             cost = [import_cost(module) for _ in range(max(1, runs // 2))]
             rows.append((f"`import {module}` alone (reference)", seconds([r.wall for r in cost]),
@@ -298,6 +300,19 @@ def measure(runs: int, turns: int) -> list[tuple[str, str, str, str]]:
         rows.append(("harness per turn, direct HTTP to the loopback server (same turn)",
                      millis(loopback_turns(server, turns)), "", ""))
     return rows
+
+
+def hosted_rows(runs: int) -> list[tuple[str, str, str, str]]:
+    """The REPL with a hosted model: litellm loads in the background after the prompt."""
+    with FakeServer(kind="openai", model="gpt-4o-mini", window=128_000) as server:
+        launches, at_once = repl_runs(server, runs, launch=hosted_launch(server, False))
+        _, settled = repl_runs(server, runs, launch=hosted_launch(server, True))
+    return [row("REPL, hosted model (litellm): launch until the prompt is drawn", launches,
+                "≤ 0.5 s"),
+            row("REPL, hosted: Enter until the first request reaches the server, typed the "
+                "moment the prompt appears (waits for litellm behind a live spinner)", at_once,
+                ""),
+            row("REPL, hosted: the same, typed once the warm-up is over", settled, "≤ 0.3 s")]
 
 
 def load_average() -> str:
@@ -324,10 +339,26 @@ def section(rows: list[tuple[str, str, str, str]], load: str) -> str:
         "and the HTTP client (httpx and httpcore) load in the background once the prompt is "
         "drawn, so a request typed at once waits for them behind a `preparing` spinner; one "
         "typed a second later finds them ready. httpcore imports trio when it is installed, "
-        "as it is on this "
-        "machine; Swival does not depend on it. Local servers never load litellm: the "
-        "`import litellm` row is what a local run used to pay on its first call, in time and "
-        "in memory; only hosted models load it now.\n"
+        "as it is on this machine; Swival does not depend on it. Local servers never load "
+        "litellm: the `import litellm` row is what a local run used to pay on its first "
+        "call, in time and in memory; only hosted models load it now.\n\n"
+        "A hosted model (a litellm model string; here `openai/gpt-4o-mini` with its API base "
+        "pointed at the loopback server) takes no more work to draw its prompt than a local "
+        "one (compare the CPU columns): its window comes from litellm's price map read as a "
+        "file, and litellm is imported in the "
+        "background once the prompt is drawn. A request typed at once waits for that import "
+        "behind the live `preparing` spinner; the warm-up then also rehearses the first call "
+        "offline ([providers](providers.md#hosted-providers)), so a request typed once it is "
+        "over leaves without loading anything.\n\n"
+        "What `--help` costs. The breakdown row splits its CPU time into steps, each a "
+        "process doing one thing more than the one before. Swival's own part is the last "
+        "two steps (importing swival.cli, then building and printing the help, most of which "
+        "is typer reading the options' annotations). The rest would be the same for any "
+        "typer program on this Python: the interpreter, the site-packages start-up (the "
+        "`.pth` hooks this installation runs at every start, among them the import finder "
+        "of an editable install, which a regular install does not have) and importing "
+        "typer, the largest single step. Going further below the target would mean "
+        "replacing typer; wall time above the CPU time is waiting for a shared core.\n"
     )
 
 

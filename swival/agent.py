@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from swival.context.engine import ContextEngine, Prepared
@@ -37,9 +38,10 @@ from swival.providers.base import (
 )
 from swival.providers.repair import repair_note
 from swival.redaction import Redactor
-from swival.tools.base import ToolContext
+from swival.tools.base import SubagentTotals, ToolContext
 from swival.tools.mentions import attach
 from swival.tools.registry import ToolRegistry
+from swival.tools.undo import Undone, UndoRefused
 
 if TYPE_CHECKING:
     from swival.providers.factory import Connector
@@ -137,6 +139,7 @@ class Agent:
         self._cuts = 0  # replies cut by the output limit in a row
         self._reply_limit = 0  # max_tokens of the last request
         self._notes: list[str] = []  # for the model, sent with the next request
+        self._told_read_only = False  # the tool mode the conversation last told the model
 
     def run_turn(self, text: str) -> Iterator[Event]:
         """Handle one user request. The last event is always `TurnFinished`.
@@ -189,13 +192,24 @@ class Agent:
             yield Notice(f"Attached @{item.shown} ({item.summary}).")
         for problem in mentions.problems:
             yield Notice(self.config.redactor.redact(problem), "warning")
-        extra = "\n\n".join(part for part in (mentions.blocks, *self._notes) if part)
+        extra = "\n\n".join(part for part in (mentions.blocks, *self._notes,
+                                               self._mode_note()) if part)
         self._notes = []
         self.context.add_user(text, self.config.redactor.redact(extra))
 
     def note(self, text: str) -> None:
         """Tell the model `text` with the next request (e.g. what /undo changed)."""
         self._notes.append(text)
+
+    def _mode_note(self) -> str:
+        """The plan-mode note for this request: one, saying the mode the tools are in,
+        when that differs from what the model was last told; however often /plan was
+        toggled in between, the model never gets contradicting notes."""
+        on = self.tools.read_only
+        if on == self._told_read_only:
+            return ""
+        self._told_read_only = on
+        return (READ_ONLY_ON if on else READ_ONLY_OFF).format(", ".join(self.tools.names))
 
     def _after_cut(self, message: Message, parts: list[str]
                    ) -> Generator[Event, None, TurnFinished | None]:
@@ -227,19 +241,40 @@ class Agent:
         self.context.clear()
         self.tool_ctx.read_files.clear()
         self.tools.reset()
+        self._told_read_only = False  # the conversation that told it is gone
 
     def set_read_only(self, on: bool) -> list[str] | None:
         """Offer only the tools that change nothing (plan mode), or all of them again; the
-        model is told with the next request. None when the mode was already so, else
-        what the tool source said about fitting its tools to the mode."""
+        next request tells the model if the mode differs from what it was last told (see
+        `_mode_note`). None when the mode was already so, else what the tool source said
+        about fitting its tools to the mode."""
         if self.tools.read_only == on:
             return None
         self.tools.read_only = on
         source = self.config.tool_source
         told = source.replan() if source is not None else []
         self.context.set_tool_schemas(self.tools.schemas())
-        self.note((READ_ONLY_ON if on else READ_ONLY_OFF).format(", ".join(self.tools.names)))
         return told
+
+    @property
+    def project_root(self) -> Path:
+        """The workspace the session works in (where its files and .swival/ are)."""
+        return self.tool_ctx.root
+
+    def describe_sandbox(self) -> str:
+        """How commands run, in one line for people (e.g. the start-up line)."""
+        return self.tool_ctx.sandbox.describe()
+
+    @property
+    def subagent_totals(self) -> SubagentTotals:
+        """The session's subagent runs so far (tasks, failures, their tokens)."""
+        return self.tool_ctx.subagents
+
+    def undo_last(self, force: bool = False) -> Undone | UndoRefused | None:
+        """Revert the file edits of the newest request not yet undone (see
+        `UndoJournal.undo`); None when there is nothing to undo."""
+        journal = self.tool_ctx.undo
+        return journal.undo(force=force) if journal is not None else None
 
     def use_provider(self, provider: Provider) -> list[Compacted]:
         """Talk to `provider` (another model) from now on: the context budgets on its

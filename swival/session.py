@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swival.agent import READ_ONLY_ON, Agent, AgentConfig, make_summarizer
+from swival.agent import Agent, AgentConfig, make_summarizer
 from swival.config import Settings, literal_key_warning, redactor_for, user_state_dir
 from swival.context.engine import ContextEngine, ContextSettings, Extras
 from swival.context.knowledge import Knowledge
@@ -243,8 +243,6 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
                   AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature,
                               redactor=redactor, tool_source=mcp, connector=connector))
     tool_ctx.spawn = Subagents(settings, agent, widen).spawn
-    if settings.read_only:  # the registry offers only read-only tools; tell the model
-        agent.note(READ_ONLY_ON.format(", ".join(registry.names)))
     session = Session(settings, agent, policy, approvals, resumed=resumed,
                       redactor=redactor, mcp=mcp, spills=spills)
     session.notices.extend(_notices(settings, mode, fetch_policy.mode, sandbox))

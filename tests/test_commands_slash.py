@@ -68,6 +68,18 @@ def test_compact_drop_runs_level_two_with_a_model_recap(root: Path) -> None:
     assert result.text.startswith("Compacted. Level 2:")
 
 
+@pytest.mark.parametrize("line", ["/compact keep the --verbose flag work",
+                                  "/compact --drop keep the --verbose flag work"])
+def test_a_focus_may_hold_words_starting_with_dashes(root: Path, line: str) -> None:
+    provider = ScriptedProvider(window=32_768)
+    session = reading_session(root, provider)
+    provider.add(*[reply("Recap: --verbose is parsed in f1.")] * 4)
+    result = dispatch(line, session.agent)
+    assert [e.level for e in result.events] == [2], result.text
+    assert result.text.endswith("The recap's focus: keep the --verbose flag work")
+    assert "keep the --verbose flag work" in provider.requests[-1].messages[0].content
+
+
 def test_bad_arguments_give_the_usage(root: Path) -> None:
     session = make_session(root, ScriptedProvider())
     result = dispatch("/compact --hard", session.agent)

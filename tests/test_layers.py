@@ -100,3 +100,13 @@ def test_context_never_names_a_tool() -> None:
             assert text not in names, f"{path.name} compares against the tool name {text!r}"
             mentioned = {n for n in names - KNOWLEDGE_TOOLS if re.search(rf"\b{n}\b", text)}
             assert not mentioned, f"{path.name} names {mentioned} in {text!r}"
+
+
+def test_commands_reach_no_tool_internals() -> None:
+    """Slash commands use the agent's own calls (`undo_last`, `project_root`, ...), never
+    the tools' context object behind it."""
+    for path in sorted((PACKAGE / "commands").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        reached = [n.lineno for n in ast.walk(tree)
+                   if isinstance(n, ast.Attribute) and n.attr == "tool_ctx"]
+        assert not reached, f"{path.name} reaches into agent.tool_ctx on lines {reached}"

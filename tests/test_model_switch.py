@@ -31,7 +31,8 @@ def session_on(server: FakeServer, root: Path, **kw: object) -> Session:
 @pytest.mark.parametrize(("kind", "expected"), [
     ("lmstudio", [ModelChoice("big", "loaded", 16384, 32768),
                   ModelChoice("small", "loaded", 4096, 32768)]),
-    ("ollama", [ModelChoice("big", "running", 16384), ModelChoice("small", "installed")]),
+    ("ollama", [ModelChoice("big", "running", 16384),
+                ModelChoice("small", "installed", 4096, 32768)]),  # read from /api/show
     ("llamacpp", [ModelChoice("big", "served", 16384)]),
     ("generic", [ModelChoice("big", "listed"), ModelChoice("small", "listed")]),
 ])
@@ -55,8 +56,22 @@ def test_the_list_is_a_table_with_the_current_model_marked(tmp_path: Path) -> No
         reply = dispatch("/model", session.agent)
     assert reply.headers == ("model", "state", "window")
     assert reply.rows == (("big (current)", "running", "16384"),
-                          ("small", "installed", "unknown"))
+                          ("small", "installed", "4096"))
     assert "Using big, window 16384 tokens" in reply.footer
+
+
+def test_ollama_asks_about_a_bounded_number_of_installed_models(tmp_path: Path) -> None:
+    from swival.providers.discovery import OLLAMA_SHOWN
+
+    others = {f"m{i:02d}": 2048 + i for i in range(OLLAMA_SHOWN + 3)}
+    with FakeServer(kind="ollama", model="big", window=16384, others=others) as srv:
+        session = session_on(srv, tmp_path)
+        shows = srv.hits.count(("POST", "/api/show"))
+        reply = dispatch("/model", session.agent)
+        assert srv.hits.count(("POST", "/api/show")) - shows == OLLAMA_SHOWN
+    windows = [row[2] for row in reply.rows[1:]]
+    assert windows[:OLLAMA_SHOWN] == [str(2048 + i) for i in range(OLLAMA_SHOWN)]
+    assert windows[OLLAMA_SHOWN:] == ["read on switch"] * 3
 
 
 def test_an_unknown_name_is_refused_with_a_suggestion(tmp_path: Path) -> None:
@@ -133,3 +148,30 @@ def test_the_toolbar_follows_a_switch(tmp_path: Path) -> None:
     assert "Now using small, window 4096 tokens" in " ".join(out.split())
     toolbar = " ".join(text for _, text in run.repl.status.parts(200))
     assert toolbar.startswith("small window 4096 [LM Studio")
+
+
+def test_a_configured_window_only_caps_the_window_detected_after_a_switch(
+        tmp_path: Path) -> None:
+    with FakeServer(kind="lmstudio", model="big", window=16384,
+                    others={"small-coder": 4096}) as srv:
+        session = session_on(srv, tmp_path, max_context_tokens=12000)
+        assert session.provider.info.window.tokens == 12000  # sized for this model
+        reply = dispatch("/model small-coder", session.agent)
+        assert reply.text.startswith(
+            "Now using small-coder, window 4096 tokens (LM Studio loaded context length "
+            "(/api/v1/models); your max_context_tokens (12000) is more than this model runs)")
+        assert session.agent.context.budget.window == 4096
+        back = dispatch("/model big", session.agent)
+        assert back.text.startswith("Now using big, window 12000 tokens "
+                                    "(--max-context-tokens/config)")
+
+
+def test_on_ollama_a_configured_window_stays_the_num_ctx_after_a_switch(
+        tmp_path: Path) -> None:
+    with FakeServer(kind="ollama", model="big", window=16384, others={"small": 4096}) as srv:
+        session = session_on(srv, tmp_path, max_context_tokens=12000)
+        reply = dispatch("/model small", session.agent)
+        srv.script(Reply(text="one"))
+        list(session.agent.run_turn("first"))
+    assert "window 12000 tokens (--max-context-tokens/config)" in reply.text
+    assert srv.num_ctx_seen == [12000]

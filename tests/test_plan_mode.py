@@ -3,6 +3,7 @@ refuse the others if it calls them anyway, and tell it so at the tail of the pro
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from swival.commands import dispatch
@@ -38,7 +39,8 @@ def test_plan_toggles_the_tools_and_tells_the_model(tmp_path: Path) -> None:
                             provider, interactive=True)
     full = session.agent.context.usage().tools
     on = dispatch("/plan", session.agent)
-    assert "Plan mode on" in on.text and "whole prompt again" in on.text
+    assert "Plan mode on" in on.text
+    assert "whole prompt again" not in on.text  # before the first request nothing is cached
     assert session.agent.context.usage().tools < full
     list(session.agent.run_turn("plan it"))
     names = {s["function"]["name"] for s in provider.requests[0].tools}
@@ -48,10 +50,34 @@ def test_plan_toggles_the_tools_and_tells_the_model(tmp_path: Path) -> None:
     assert refused.role == "tool" and "read-only (plan mode)" in refused.content
     assert not (tmp_path / "x.py").exists()
     off = dispatch("/plan", session.agent)
-    assert "Plan mode off" in off.text and session.agent.context.usage().tools == full
+    assert "Plan mode off" in off.text and "whole prompt again" in off.text
+    assert session.agent.context.usage().tools == full
     list(session.agent.run_turn("now do it"))
     assert {s["function"]["name"] for s in provider.requests[2].tools} >= CHANGING
     assert "[Plan mode is over" in provider.requests[2].messages[-1].content
+
+
+def plan_notes(text: str) -> list[str]:
+    return re.findall(r"\[Plan mode[^\]]*\]", text)
+
+
+def test_toggling_before_a_request_sends_one_note_for_the_mode_in_force(
+        tmp_path: Path) -> None:
+    provider = ScriptedProvider([reply("Planning."), reply("Still planning."), reply("Done.")])
+    session = build_session(Settings(project_root=tmp_path, max_output_tokens=1024,
+                                     read_only=True), provider, interactive=True)
+    dispatch("/plan", session.agent)
+    dispatch("/plan", session.agent)  # back on: the model only needs to hear "on", once
+    list(session.agent.run_turn("plan it"))
+    notes = plan_notes(provider.requests[0].messages[-1].content)
+    assert len(notes) == 1 and notes[0].startswith("[Plan mode: from now on")
+    dispatch("/plan", session.agent)
+    dispatch("/plan", session.agent)  # off and on again: the model knows it is on already
+    list(session.agent.run_turn("go on"))
+    assert plan_notes(provider.requests[1].messages[-1].content) == []
+    dispatch("/clear", session.agent)  # the conversation that told it is gone
+    list(session.agent.run_turn("start over"))
+    assert len(plan_notes(provider.requests[2].messages[-1].content)) == 1
 
 
 def test_one_shot_read_only_sends_only_read_only_tools(tmp_path: Path) -> None:

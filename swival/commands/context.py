@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from swival.agent import Agent
-from swival.commands.reply import CommandReply, parse_flags
+from swival.commands.reply import CommandReply, error, parse_flags
 from swival.context.compactor import NEARLY_FULL
 from swival.context.snapshot import Restored
 from swival.events import Compacted
 from swival.providers.factory import spent
-from swival.providers.hosted import PRICE_SOURCE
+from swival.providers.pricemap import PRICE_SOURCE
 
 USER_TURN = 0  # compactions asked for by the user are not tied to a model turn
 
@@ -36,14 +36,16 @@ def compaction_text(event: Compacted) -> str:
 def cmd_compact(agent: Agent, args: Sequence[str]) -> CommandReply:
     """Level 1 (shrink old tool results); with --drop, or with focus text, levels 1 then
     2 (drop low-value turns for a recap, which the focus guides). Reports the tokens
-    saved."""
-    flags = parse_flags([a for a in args if a.startswith("--")], ("--drop",),
-                   "/compact [--drop] [focus]")
-    if isinstance(flags, CommandReply):
-        return flags
-    focus = agent.config.redactor.redact(" ".join(a for a in args if not a.startswith("--")))
-    level = 2 if flags or focus else 1
-    reason = "/compact" + (" --drop" if flags else "") + (" (focused)" if focus else "")
+    saved. Only a leading `--drop` is an option: later words are the focus, even ones
+    starting with `--` (`/compact keep the --verbose flag work`)."""
+    drop = bool(args) and args[0] == "--drop"
+    words = list(args[1:] if drop else args)
+    if words[:1] and words[0].startswith("--"):
+        return error(f"Unexpected option {words[0]!r}. Usage: /compact [--drop] [focus] "
+                     "(words starting with -- may follow the first word of the focus).")
+    focus = agent.config.redactor.redact(" ".join(words))
+    level = 2 if drop or focus else 1
+    reason = "/compact" + (" --drop" if drop else "") + (" (focused)" if focus else "")
     event = agent.context.compact(level, reason, USER_TURN, focus or None)
     if event is None:
         what = "levels 1 and 2" if level == 2 else "level 1"
@@ -130,7 +132,7 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
         "fits.\n"
         f"Compactions so far: {usage.compactions}. The server computed {usage.reprocessed} "
         "cached tokens again because of them and of changes to the tool list (/mcp, /plan).")
-    children = agent.tool_ctx.subagents
+    children = agent.subagent_totals
     if children.tasks:
         failed = f", {children.failed} without an answer" if children.failed else ""
         footer += (f"\nSubagents: {children.tasks} task{'s' if children.tasks > 1 else ''}"

@@ -15,6 +15,7 @@ from swival.commands.context import compaction_text
 from swival.commands.reply import CommandReply, error, parse_flags
 from swival.config import user_state_dir
 from swival.providers.base import ProviderInfo
+from swival.providers.discovery import ModelChoice
 from swival.providers.factory import Connector
 from swival.state import SessionIndex, sessions_dir
 from swival.tools.undo import UndoRefused
@@ -31,8 +32,7 @@ def cmd_undo(agent: Agent, args: Sequence[str]) -> CommandReply:
     flags = parse_flags(args, ("--force",), "/undo [--force]")
     if isinstance(flags, CommandReply):
         return flags
-    journal = agent.tool_ctx.undo
-    outcome = journal.undo(force="--force" in flags) if journal is not None else None
+    outcome = agent.undo_last(force="--force" in flags)
     if outcome is None:
         return CommandReply("Nothing to undo: no file edit by write_file or edit_file in this "
                             f"session is left to revert. {UNDO_SCOPE}", level="warning")
@@ -95,7 +95,7 @@ def cmd_model(agent: Agent, args: Sequence[str]) -> CommandReply:
     if new.model == info.model and new.window == info.window:
         return CommandReply(f"Still using {new.model}, {_window(new)}.")
     lines = [f"Now using {new.model}, {_window(new)}."]
-    if new.model != info.model:
+    if new.model != info.model and agent.context.history:
         lines.append("The server processes the whole conversation again on the next request "
                      "(what it cached was for the previous model).")
     elif new.window.budget_tokens != before:
@@ -126,28 +126,40 @@ def _model_list(agent: Agent, connector: Connector) -> CommandReply:
     if not offered:
         return CommandReply(f"{current} {info.base_url} lists no models.")
     rows = tuple((choice.name + (" (current)" if choice.name == info.model else ""),
-                  choice.state, str(choice.window) if choice.window else
-                  f"up to {choice.limit}" if choice.limit else "unknown")
-                 for choice in offered)
+                  choice.state, _window_cell(choice)) for choice in offered)
     return CommandReply(f"Models on {info.provider} {info.base_url}:",
                         headers=("model", "state", "window"), rows=rows,
                         footer=f"{current} /model NAME switches for the rest of the session "
                                "(Tab completes names).")
 
 
+def _window_cell(choice: ModelChoice) -> str:
+    """The window column of /model's table: what the server says, else the most the model
+    can be loaded with, else when it becomes known."""
+    if choice.window:
+        return str(choice.window)
+    if choice.limit:
+        return f"up to {choice.limit}"
+    return "read on switch" if choice.state == "installed" else "unknown"
+
+
 def cmd_plan(agent: Agent, args: Sequence[str]) -> CommandReply:
     """Toggle plan mode (read-only tools only)."""
     on = not agent.tools.read_only
     notes = agent.set_read_only(on) or []  # the MCP servers' schemas fitted to the mode
-    again = "\n" + "\n".join(notes) if notes else (
-        " The tool list changed, so the server processes the whole prompt again on the "
-        "next request (tool schemas come first).")
     if on:
-        return CommandReply(f"Plan mode on: the model only gets tools that change nothing "
-                            f"({', '.join(agent.tools.names)}) and is told so with your next "
-                            f"request. /plan again gives the others back.{again}")
-    return CommandReply(f"Plan mode off: the model can edit files and run commands again (as "
-                        f"the approval settings allow).{again}")
+        text = (f"Plan mode on: the model only gets tools that change nothing "
+                f"({', '.join(agent.tools.names)}) and is told so with your next request. "
+                "/plan again gives the others back.")
+    else:
+        text = ("Plan mode off: the model can edit files and run commands again (as the "
+                "approval settings allow).")
+    if notes:
+        text += "\n" + "\n".join(notes)
+    elif agent.context.history:  # before the first request nothing is cached yet
+        text += (" The tool list changed, so the server processes the whole prompt again on "
+                 "the next request (tool schemas come first).")
+    return CommandReply(text)
 
 
 def session_rows(folder: Path, ids: Sequence[str], current: str | None,
@@ -185,7 +197,7 @@ def _record(line: str) -> dict:
 def cmd_sessions(agent: Agent, args: Sequence[str]) -> CommandReply:
     """The sessions this user's Swival recorded in this project (the session index);
     transcript files that came from elsewhere are counted, never listed."""
-    root = agent.tool_ctx.root
+    root = agent.project_root
     folder, index = sessions_dir(root), SessionIndex(user_state_dir(os.environ))
     rows = session_rows(folder, index.transcripts(root), agent.context.session_id)
     strangers = index.strangers(root)

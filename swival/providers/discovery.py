@@ -28,6 +28,7 @@ from swival.providers.base import WindowInfo
 from swival.providers.http import ProbeError, fetch_json
 
 OLLAMA_DEFAULT_CONTEXT = 4096  # Ollama's default num_ctx below 24 GiB of VRAM (its docs)
+OLLAMA_SHOWN = 12  # installed models /model asks /api/show about (one request each)
 
 
 @dataclass(frozen=True)
@@ -228,10 +229,18 @@ def discover_ollama(server: Server, model: str | None) -> Discovered:
     if chosen is None and model is None:
         raise _ollama_missing(server, None)
     name = chosen[0] if chosen else str(model)
-    num_ctx, trained = _ollama_limits(_ollama_show(server, name))
-    ctx = chosen[1].get("context_length") if chosen else None
-    if isinstance(ctx, int) and ctx > 0:
-        tokens, source = ctx, "Ollama /api/ps context_length of the running model"
+    window = _ollama_window(_ollama_show(server, name),
+                            chosen[1].get("context_length") if chosen else None)
+    return Discovered(name, "configured" if model else "running in Ollama", window)
+
+
+def _ollama_window(shown: Mapping[str, Any], running: Any) -> WindowInfo:
+    """The window of a model Ollama runs with context length `running` (None: not running,
+    so it will load with the num_ctx in its parameters, else Ollama's default), never above
+    the trained maximum; `shown` is its /api/show reply."""
+    num_ctx, trained = _ollama_limits(shown)
+    if isinstance(running, int) and running > 0:
+        tokens, source = running, "Ollama /api/ps context_length of the running model"
     elif num_ctx is not None:
         tokens, source = num_ctx, "num_ctx in the model's Ollama parameters (/api/show)"
     else:
@@ -240,8 +249,7 @@ def discover_ollama(server: Server, model: str | None) -> Discovered:
             "--max-context-tokens for more")
     if trained is not None and tokens > trained:
         tokens, source = trained, f"the model's trained maximum ({trained}), capping {source}"
-    model_source = "configured" if model else "running in Ollama"
-    return Discovered(name, model_source, WindowInfo(tokens, source))
+    return WindowInfo(tokens, source)
 
 
 def ollama_trained_max(server: Server, model: str) -> int | None:
@@ -296,15 +304,31 @@ def _lmstudio_choices(server: Server) -> list[ModelChoice]:
 
 
 def _ollama_choices(server: Server) -> list[ModelChoice]:
-    """Ollama's installed models, the running ones marked with their context length."""
+    """Ollama's installed models, the running ones marked with their context length; the
+    first OLLAMA_SHOWN others with the window they would be loaded with and their trained
+    maximum (one /api/show each), the rest with neither (read when switching)."""
     running = {_ollama_name(str(m.get("name") or m.get("model"))): m
                for m in server.get("/api/ps").get("models", [])}
-    out = []
+    out, shown = [], 0
     for name in _ollama_installed(server):
         entry = running.get(_ollama_name(name))
-        out.append(ModelChoice(name, "running", _number(entry.get("context_length")))
-                   if entry is not None else ModelChoice(name, "installed"))
+        if entry is not None:
+            out.append(ModelChoice(name, "running", _number(entry.get("context_length"))))
+        elif shown < OLLAMA_SHOWN:
+            shown += 1
+            out.append(_ollama_installed_choice(server, name))
+        else:
+            out.append(ModelChoice(name, "installed"))
     return out
+
+
+def _ollama_installed_choice(server: Server, name: str) -> ModelChoice:
+    try:
+        details = _ollama_show(server, name)
+    except (ProbeError, ModelNotFound):
+        return ModelChoice(name, "installed")  # listed, yet not shown: read when switching
+    return ModelChoice(name, "installed", _ollama_window(details, None).tokens,
+                       _ollama_limits(details)[1])
 
 
 def list_models(kind: str, server: Server) -> list[ModelChoice]:

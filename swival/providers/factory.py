@@ -3,8 +3,9 @@
 `connect(settings)` is the main entry point the rest of Swival needs. Its discovery probes are
 plain HTTP with short timeouts. Local servers (LM Studio, llama.cpp, Ollama, any `--base-url`)
 get a direct httpx provider and never import litellm; httpx itself is imported on the first
-call, or earlier by `warm_up(provider)` from a background thread. Only a hosted model imports
-litellm, for its window (when not configured) and its calls.
+call, or earlier by `warm_up(provider)` from a background thread. Connecting to a hosted model
+imports nothing heavy either (its window comes from litellm's price map read as a file);
+litellm is imported by `warm_up` or the first call.
 
 Hosted models: with `--provider generic` and no `--base-url`, a litellm model string whose
 prefix names a hosted provider (`openrouter/...`, `openai/...`, `anthropic/...`) goes to that
@@ -32,10 +33,11 @@ from swival.providers.discovery import (
     discover_ollama,
     list_models,
 )
-from swival.providers.hosted import CallConfig, HostedProvider, hosted_window
+from swival.providers.hosted import CallConfig, HostedProvider
 from swival.providers.http import ProbeError
 from swival.providers.ollama import OllamaProvider
 from swival.providers.openai_compat import OpenAICompatProvider
+from swival.providers.pricemap import hosted_window
 from swival.providers.streaming import RetryPolicy, unreachable_message
 from swival.providers.tokenize import ExactCounter
 from swival.providers.wire import HttpChannel, Limits
@@ -75,20 +77,34 @@ def hosted_model(settings: Settings) -> bool:
                           settings.model)
 
 
-def _configured_window(settings: Settings, found: WindowInfo) -> WindowInfo:
-    if settings.max_context_tokens is not None:
-        return WindowInfo(settings.max_context_tokens, CONFIGURED_WINDOW_SOURCE)
-    return found
+def _window(settings: Settings, found: WindowInfo, kind: str, switched: bool) -> WindowInfo:
+    """The window to budget on. At start-up a configured `max_context_tokens` wins over
+    the detected window: the user sized it for the model they start with. After /model
+    (`switched`) it was sized for another model, so the new model's window, detected
+    afresh, is used wherever it is smaller, and its source says so. Ollama is the
+    exception: it loads a model with the num_ctx Swival sends, so the configured figure
+    stays the window there."""
+    configured = settings.max_context_tokens
+    if configured is None:
+        return found
+    if switched and kind != "ollama" and found.tokens is not None and found.tokens < configured:
+        return WindowInfo(found.tokens, f"{found.source}; your max_context_tokens "
+                                        f"({configured}) is more than this model runs")
+    return WindowInfo(configured, CONFIGURED_WINDOW_SOURCE)
 
 
-def _hosted(settings: Settings, policy: RetryPolicy) -> Provider:
+def _limits(settings: Settings) -> Limits:
+    return Limits(first=settings.request_timeout, idle=settings.idle_timeout)
+
+
+def _hosted(settings: Settings, policy: RetryPolicy, switched: bool) -> Provider:
     model = str(settings.model)
-    if settings.max_context_tokens is not None:
+    if settings.max_context_tokens is not None and not switched:  # the map is not needed
         window = WindowInfo(settings.max_context_tokens, CONFIGURED_WINDOW_SOURCE)
     else:
-        window = hosted_window(model)
+        window = _window(settings, hosted_window(model), "hosted", switched)
     info = ProviderInfo(model.split("/", 1)[0], "(hosted)", model, window, "configured")
-    call = CallConfig(model, None, settings.api_key, settings.request_timeout)
+    call = CallConfig(model, None, settings.api_key, _limits(settings))
     return HostedProvider(info, policy, call)
 
 
@@ -115,8 +131,11 @@ def _server(settings: Settings) -> tuple[Server, str]:
     return Server(root, api_base, settings.api_key), api_base if kind == "generic" else root
 
 
-def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
+def connect(settings: Settings, policy: RetryPolicy | None = None, *,
+            switched: bool = False) -> Provider:
     """A ready provider for `settings`, with `.info` (model, window and their sources) filled.
+    `switched`: connecting for /model, when a configured window was sized for another
+    model (see `_window`).
 
     Raises ProviderUnreachable when nothing answers, ModelNotFound when no model is loaded
     or the named one is missing, UsageError for a generic provider without a URL.
@@ -124,7 +143,7 @@ def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
     policy = policy or RetryPolicy(retries=settings.retries,
                                    retry_after_max=settings.retry_after_max)
     if hosted_model(settings):
-        return _hosted(settings, policy)
+        return _hosted(settings, policy, switched)
     kind = settings.provider
     if settings.base_url is None and kind not in DEFAULT_URLS:
         raise UsageError(
@@ -134,9 +153,9 @@ def connect(settings: Settings, policy: RetryPolicy | None = None) -> Provider:
         )
     server, shown = _server(settings)
     found = _discover(kind, server, settings.model, shown)
-    window = _configured_window(settings, found.window)
+    window = _window(settings, found.window, kind, switched)
     info = ProviderInfo(kind, shown, found.model, window, found.model_source)
-    limits = Limits(first=settings.request_timeout, idle=settings.idle_timeout)
+    limits = _limits(settings)
     if kind == "ollama":
         channel = HttpChannel(server.root, limits, settings.api_key)
         return OllamaProvider(info, policy, channel, window.budget_tokens)
@@ -156,9 +175,10 @@ class Connector:
 
     def connect(self, model: str) -> Provider:
         """A provider for `model` on the same server, its window detected afresh (a
-        configured `max_context_tokens` still applies). Raises like `connect`; an
-        Ollama provider sends the new window as its one fixed `num_ctx`."""
-        return connect(replace(self.settings, model=model))
+        configured `max_context_tokens` only caps it, except on Ollama, where it is the
+        num_ctx sent). Raises like `connect`; an Ollama provider sends the new window as
+        its one fixed `num_ctx`."""
+        return connect(replace(self.settings, model=model), switched=True)
 
     def models(self) -> list[ModelChoice] | None:
         """What the server offers; None for a hosted provider, which is not listed."""

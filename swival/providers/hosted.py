@@ -3,16 +3,20 @@
 Only a hosted model string (no `--base-url`) comes here; local servers are reached directly
 (openai_compat.py, ollama.py), so they never pay litellm's import (seconds, ~170 MB).
 
-litellm is imported on the first need (connect, for the window of a hosted model; or the
-first call), always with `LITELLM_LOCAL_MODEL_COST_MAP=True` so it never fetches its price
-map, and with its own logging and "Give Feedback" banners silenced. Calls always stream, ask
-for a final usage chunk, pass `_skip_mcp_handler=True` (litellm 1.106 otherwise needs the `mcp`
-package whenever tools are sent) and disable litellm's and the OpenAI client's own retries:
-retries are ours (streaming.py), so each one is counted and bounded. Chunks go through the same
-stream assembler as the direct transports (`absorb_chunk`).
+Connecting imports nothing heavy: the window of a hosted model the user did not size comes
+from litellm's price map read as a file (pricemap.py). litellm itself is imported by `warm()`
+(the REPL runs it in the background once the prompt is drawn) or by the first call, always
+with `LITELLM_LOCAL_MODEL_COST_MAP=True` so it never fetches its price map, with HuggingFace
+tokenizer downloads off (its token counts then use the bundled cl100k copy), and with its own
+logging and "Give Feedback" banners silenced. Calls always stream, ask for a final usage
+chunk, pass `_skip_mcp_handler=True` (litellm 1.106 otherwise needs the `mcp` package
+whenever tools are sent) and disable litellm's and the OpenAI client's own retries: retries
+are ours (streaming.py), so each one is counted and bounded. The stream is read through a
+`ChunkPump` (pump.py), which gives hosted calls the direct transports' two time limits
+(`request_timeout` until the reply starts, `idle_timeout` between its pieces). Chunks go
+through the same stream assembler as the direct transports (`absorb_chunk`).
 
-The offline price map gives the window of a hosted model the user did not size
-(`hosted_window`) and the cost of its calls (`HostedProvider.cost`).
+The offline price map also gives the cost of the calls (`HostedProvider.cost`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -28,15 +33,21 @@ from types import ModuleType
 from typing import Any
 
 from swival.errors import ProviderError
-from swival.messages import Usage
+from swival.messages import Message, Usage
 from swival.providers.assembly import StreamAssembly
-from swival.providers.base import ChatRequest, ProviderInfo, StreamItem, TextChunk, WindowInfo
+from swival.providers.base import ChatRequest, ProviderInfo, StreamItem, TextChunk
 from swival.providers.openai_compat import absorb_chunk, chat_body
 from swival.providers.overflow import classify_overflow
+from swival.providers.pump import ChunkPump
 from swival.providers.streaming import RetryPolicy, StreamingProvider, Transient
-from swival.providers.wire import retry_after, short
+from swival.providers.wire import Limits, retry_after, short
 
-PRICE_SOURCE = "litellm's bundled price map"
+# Providers whose calls look for cloud credentials first, which may ask the network: the
+# warm-up does not rehearse their request path (see HostedProvider.warm).
+CREDENTIAL_CHAINS = ("azure", "bedrock", "vertex_ai")
+REHEARSAL_TOOL = {"type": "function", "function": {
+    "name": "noop", "description": "Does nothing.",
+    "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}}
 
 
 def import_litellm() -> ModuleType:
@@ -48,37 +59,38 @@ def import_litellm() -> ModuleType:
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     litellm.drop_params = True  # a provider that lacks an option should not fail the call
+    # Its token counter would fetch a tokenizer from HuggingFace for some models (llama).
+    litellm.disable_hf_tokenizer_download = True
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     return litellm
 
 
-def hosted_window(model: str) -> WindowInfo:
-    """The input window litellm's offline model map gives for `model`, or unknown."""
-    try:
-        info = import_litellm().get_model_info(model)
-    except Exception:  # noqa: BLE001 - litellm raises its own types for unmapped models
-        info = {}
-    tokens = info.get("max_input_tokens") or info.get("max_tokens")
-    if isinstance(tokens, int) and tokens > 0:
-        return WindowInfo(tokens, f"{PRICE_SOURCE}, max_input_tokens")
-    return WindowInfo(None, f"{model} is not in {PRICE_SOURCE}; pass --max-context-tokens")
-
-
 @dataclass(frozen=True)
 class CallConfig:
     """How to call: the litellm model string, the API base (None: litellm knows the
-    provider's URL), the key (None: litellm reads the provider's variable) and the timeout."""
+    provider's URL), the key (None: litellm reads the provider's variable) and the time
+    limits of each attempt."""
 
     litellm_model: str
     api_base: str | None
     api_key: str | None
-    timeout: float
+    limits: Limits
 
 
 def _close(stream: Any) -> None:
+    """Close a litellm stream, from any thread. Closing alone does not end a read blocked
+    in another thread, so the socket under the HTTP reply is shut down first where the
+    stream exposes it (the OpenAI client's streams do)."""
     inner = getattr(stream, "completion_stream", None)
-    for obj in (inner, getattr(inner, "response", None)):
+    response = getattr(inner, "response", None)
+    extensions = getattr(response, "extensions", None)
+    network = extensions.get("network_stream") if isinstance(extensions, Mapping) else None
+    sock = getattr(network, "get_extra_info", lambda _: None)("socket")
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):  # already closed: nothing left to stop
+            sock.shutdown(socket.SHUT_RDWR)
+    for obj in (inner, response):
         close = getattr(obj, "close", None)
         if callable(close):
             with contextlib.suppress(Exception):  # best effort on the way out
@@ -101,7 +113,28 @@ class HostedProvider(StreamingProvider):
         self._lock = threading.Lock()  # recap calls may run in a background thread
 
     def warm(self) -> None:
-        import_litellm()
+        """Load what the first call loads, so that it leaves at once: litellm, then two
+        rehearsals of this provider's call (same model, same options, a tool), neither of
+        which leaves the machine or carries the user's key. One is answered by litellm's
+        `mock_response` (its reply path: stream wrapper, token counting, cost); the other
+        goes to a loopback port that refuses it (the provider's client and request path),
+        except for providers that first look for cloud credentials. Failures are ignored:
+        the real call reports its own."""
+        litellm = import_litellm()
+        kwargs = self._kwargs(ChatRequest([Message("user", "warm-up")], tools=[REHEARSAL_TOOL],
+                                          max_output_tokens=16))
+        kwargs.update(api_key="warm-up", timeout=5.0)
+        with contextlib.suppress(Exception):
+            for _ in litellm.completion(**kwargs, mock_response="ok"):
+                pass
+        if self.call.litellm_model.split("/", 1)[0] in CREDENTIAL_CHAINS:
+            return
+        with socket.socket() as closed:  # bound, never listening: connecting is refused
+            closed.bind(("127.0.0.1", 0))
+            kwargs["api_base"] = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+            with contextlib.suppress(Exception):
+                for _ in litellm.completion(**kwargs):
+                    pass
 
     def cost(self, usage: Usage) -> float | None:
         """What `usage` costs in US dollars by the offline price map, or None if unpriced."""
@@ -123,7 +156,8 @@ class HostedProvider(StreamingProvider):
 
     def _kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs = chat_body(self.call.litellm_model, request)
-        kwargs.update(timeout=self.call.timeout, max_retries=0, num_retries=0,
+        limits = self.call.limits  # litellm's read timeout is a backstop; see pump.py
+        kwargs.update(timeout=max(limits.first, limits.idle), max_retries=0, num_retries=0,
                       _skip_mcp_handler=True)
         if self.call.api_base is not None:
             kwargs["api_base"] = self.call.api_base
@@ -133,21 +167,21 @@ class HostedProvider(StreamingProvider):
 
     def _attempt(self, request: ChatRequest) -> Iterator[StreamItem]:
         litellm = import_litellm()
-        try:
-            stream = litellm.completion(**self._kwargs(request))
-        except Exception as exc:  # noqa: BLE001 - every failure is mapped below
-            raise self._map_error(request, exc) from None
+        kwargs = self._kwargs(request)
         assembly = StreamAssembly()
+        pump = ChunkPump(lambda: litellm.completion(**kwargs), self.call.limits, _close)
         try:
-            for chunk in stream:
+            for chunk in pump.chunks(lambda: assembly.progress):
                 text = absorb_chunk(_as_dict(chunk), assembly)
                 if text:
                     yield TextChunk(text)
-        except Exception as exc:  # noqa: BLE001
+        except Transient:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure is mapped below
             raise self._map_error(request, exc) from None
         finally:
-            _close(stream)
-        if not _server_finished(stream, assembly) and assembly.has_content:
+            pump.close()
+        if not _server_finished(pump.stream, assembly) and assembly.has_content:
             raise Transient("the stream ended before the reply was complete")
         completion = assembly.completion()
         self._account(completion.usage)

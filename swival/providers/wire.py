@@ -55,6 +55,14 @@ class Limits:
     idle: float = 600.0
 
 
+def limit_message(limits: Limits, started: bool) -> str:
+    """What a person is told about the limit that ended an attempt: `idle` once the reply
+    had started (`started`), else `first`."""
+    if started:
+        return f"no new data for {limits.idle:g} s (idle_timeout)"
+    return f"the reply did not start within {limits.first:g} s (request_timeout)"
+
+
 def retry_after(value: str | None, now: Callable[[], float] = time.time) -> float | None:
     """Seconds to wait from a Retry-After header: a number of seconds or an HTTP date."""
     if not value:
@@ -115,9 +123,7 @@ class Watchdog:
             self._wake.clear()  # the loop re-reads the deadline and the stop flag
 
     def _expire(self) -> None:
-        self.expired = (
-            f"no new data for {self.limits.idle:g} s (idle_timeout)" if self._started else
-            f"the reply did not start within {self.limits.first:g} s (request_timeout)")
+        self.expired = limit_message(self.limits, self._started)
         if self._sock is not None:
             with contextlib.suppress(OSError):  # already closed: nothing left to stop
                 self._sock.shutdown(socket.SHUT_RDWR)

@@ -1,0 +1,212 @@
+"""Hosted models (a litellm model string, no --base-url), offline, against loopback servers.
+
+- Connecting, and everything the REPL builds before its prompt, imports no litellm: the
+  window comes from litellm's price map read as a file, and agrees with litellm's own.
+- Through litellm's real code, in one child process with every non-loopback connection
+  refused (tests/hosted_child.py, importing litellm once): a streamed exchange, its price,
+  the warm-up preloading what the first call needs, and the time limits of the direct
+  transports (`request_timeout`, `idle_timeout`) holding for hosted streams too.
+- The installed `swival`, one-shot `--json`, reports the cost by the price map; in the REPL a
+  request typed at once waits behind a live spinner while litellm loads, then is answered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swival.providers.pricemap import PRICE_SOURCE, hosted_window, load_map, map_path, model_entry
+from tests.e2e import run_swival
+from tests.fakeserver import FakeServer, Reply, text
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "openai/gpt-4o-mini"
+HOSTED_ARGS = ("--provider", "generic", "--model", MODEL)
+SWIVAL = shutil.which("swival")
+
+
+def hosted_env(server: FakeServer) -> dict[str, str]:
+    """litellm sends openai/ models to OPENAI_API_BASE: the loopback server stands in."""
+    return {"OPENAI_API_BASE": server.v1_url, "OPENAI_BASE_URL": server.v1_url,
+            "OPENAI_API_KEY": "sk-test-hosted-key"}
+
+
+# -- the price map, read as a file ---------------------------------------------------------
+
+def write_map(path: Path, entries: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    return path
+
+
+def test_window_lookup_follows_litellm_keys(tmp_path: Path) -> None:
+    path = write_map(tmp_path / "map.json", {
+        "gpt-x": {"litellm_provider": "openai", "max_input_tokens": 1000, "max_tokens": 50},
+        "openrouter/lab/model-y": {"litellm_provider": "openrouter", "max_tokens": 2000},
+        "gemini-z": {"litellm_provider": "vertex_ai-language-models", "max_input_tokens": 3000},
+        "odd": {"litellm_provider": "openai", "max_input_tokens": True, "max_tokens": -1},
+    })
+    assert hosted_window("openai/gpt-x", path).tokens == 1000
+    assert hosted_window("openai/GPT-X", path).tokens == 1000
+    window = hosted_window("openrouter/lab/model-y", path)
+    assert window.tokens == 2000 and window.source == f"{PRICE_SOURCE}, max_tokens"
+    assert hosted_window("vertex_ai/gemini-z", path).tokens == 3000
+    assert hosted_window("groq/gpt-x", path).tokens is None  # another provider's entry
+    unknown = hosted_window("openai/odd", path)
+    assert unknown.tokens is None and "--max-context-tokens" in unknown.source
+
+
+def test_a_missing_or_broken_map_means_an_unknown_window(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    for path in (broken, tmp_path / "absent.json"):
+        assert load_map(path) == {}
+        assert hosted_window(MODEL, path).tokens is None
+
+
+def test_the_installed_map_is_litellms_own() -> None:
+    path = map_path()
+    assert path is not None and path.parent.name == "litellm"
+    entry = model_entry(load_map(path), MODEL)
+    assert entry is not None and hosted_window(MODEL).tokens == entry["max_input_tokens"]
+
+
+def test_connect_and_the_repl_before_its_prompt_import_no_litellm(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from swival.config import load_settings\n"
+        "from swival.session import open_session\n"
+        "from swival.repl import Repl\n"
+        f"settings = load_settings({{'provider': 'generic', 'model': {MODEL!r}}})\n"
+        "session = open_session(settings, interactive=True)\n"
+        "Repl(session)\n"
+        "print(session.provider.info.window.describe())\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'litellm', 'httpx', "
+        "'openai'}))\n"
+    )
+    (tmp_path / ".git").mkdir()
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "OPENAI_API_KEY": "sk-x"})
+    assert out.returncode == 0, out.stderr
+    window, loaded = out.stdout.strip().splitlines()[-2:]
+    assert window == f"128000 tokens ({PRICE_SOURCE}, max_input_tokens)"
+    assert loaded == "[]"
+
+
+# -- litellm's real code, in one child process ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def child(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """No litellm, tokenizer or proxy environment: Swival must keep litellm offline alone."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LITELLM", "TIKTOKEN", "OPENAI")) and not k.endswith("_PROXY")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    project = tmp_path_factory.mktemp("hosted-project")
+    out = subprocess.run([sys.executable, "-m", "tests.hosted_child", str(project)], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Give Feedback" not in out.stderr and "LiteLLM" not in out.stderr
+    yield json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_nothing_tries_to_leave_the_machine(child: dict[str, Any]) -> None:
+    assert child["attempts"] == []  # warm-up rehearsals and calls included
+    assert child["mcp_sdk_loaded"] is False
+
+
+def test_a_streamed_exchange_through_litellm(child: dict[str, Any]) -> None:
+    done = child["exchange"]
+    assert done["call"] == ["read_file", {"file_path": "a.py"}]
+    assert done["answer"] == "It prints hello." and done["usage"] == [40, 5]
+    assert done["model_sent"] == "gpt-4o-mini"
+    assert done["window"] == [128_000, f"{PRICE_SOURCE}, max_input_tokens"]
+
+
+def test_calls_are_priced_by_the_offline_map(child: dict[str, Any]) -> None:
+    done = child["exchange"]
+    assert done["priced"] > 0 and 0 < done["spent"] < done["priced"]
+    assert re.search(r"Cost so far: \$0\.0\d{3} \(litellm's bundled price map\)",
+                     done["context_footer"])
+
+
+def test_price_map_windows_agree_with_litellm(child: dict[str, Any]) -> None:
+    for model, (ours, theirs) in child["agreement"].items():
+        assert ours == theirs, model
+
+
+def test_the_first_call_after_the_warm_up_imports_nothing_more(child: dict[str, Any]) -> None:
+    assert child["first_call_imports"] == []
+
+
+def test_a_keep_alive_trickle_is_cut_by_idle_timeout_and_retried(
+        child: dict[str, Any]) -> None:
+    trickle = child["limits"]["trickle"]
+    assert trickle["answer"] == "Second try." and trickle["restarts"] == 1
+    assert trickle["requests"] == 2
+    assert trickle["seconds"] < 10  # the trickle would last 20 s
+
+
+def test_a_silent_server_is_cut_by_request_timeout(child: dict[str, Any]) -> None:
+    silent = child["limits"]["silent"]
+    assert silent["answer"] == "After the silence." and silent["requests"] == 4
+    assert silent["seconds"] < 10
+
+
+def test_a_slow_steady_stream_is_never_cut(child: dict[str, Any]) -> None:
+    steady = child["limits"]["steady"]
+    assert steady["answer"] == "A slow but steady stream of words."
+    assert steady["restarts"] == 0 and steady["requests"] == 5
+    assert steady["seconds"] > 1.0  # longer than both limits: only progress kept it going
+
+
+# -- the installed command -----------------------------------------------------------------
+
+def test_one_shot_json_reports_the_cost_by_the_price_map(fake_server: Any,
+                                                         tmp_path: Path) -> None:
+    server = fake_server(kind="openai", model="gpt-4o-mini", window=128_000)
+    server.script(Reply(tool_calls=(("list_files", {"path": "."}),), usage=(1500, 20)),
+                  text("Two files.", usage=(2000, 10)))
+    (tmp_path / "a.py").write_text("print(1)\n")
+    result = run_swival(None, tmp_path, *HOSTED_ARGS, "--json", "-p", "list the files",
+                        env=hosted_env(server), timeout=180)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    entry = model_entry(load_map(map_path()), MODEL)
+    assert entry is not None
+    expected = (3500 * entry["input_cost_per_token"] + 30 * entry["output_cost_per_token"])
+    assert report["answer"] == "Two files." and report["window"] == 128_000
+    assert report["cost_usd"] == pytest.approx(expected, rel=1e-9)
+    assert server.auth == ["Bearer sk-test-hosted-key"] * 2
+
+
+@pytest.mark.skipif(SWIVAL is None, reason="install first: pip install -e . --no-deps")
+@pytest.mark.timeout(120)
+def test_repl_request_typed_at_once_waits_behind_a_live_spinner(fake_server: Any,
+                                                                tmp_path: Path) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    server = fake_server(kind="openai", model="gpt-4o-mini", window=128_000)
+    server.script(text("Hosted answer."))
+    (tmp_path / ".git").mkdir()
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config"),
+           "NO_COLOR": "1", "TERM": "xterm-256color", **hosted_env(server)}
+    child = pexpect.spawn(SWIVAL, list(HOSTED_ARGS), cwd=str(tmp_path), env=env,
+                          encoding="utf-8", dimensions=(40, 120), timeout=90)
+    child.expect_exact("›")
+    assert f"window 128000 tokens ({PRICE_SOURCE}" in child.before
+    child.send("what is the answer?\r")
+    child.expect_exact("Hosted answer.")
+    waited = [float(s) for s in re.findall(r"preparing · (\d+\.\d)s", child.before)]
+    assert len(set(waited)) >= 2, "the spinner did not move while litellm loaded"
+    child.expect_exact("›")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and len(server.requests) == 1
