@@ -16,6 +16,7 @@ from swival.context.engine import ContextEngine, Prepared
 from swival.errors import ContextExhausted, ContextOverflowError, ProviderError
 from swival.events import (
     Compacted,
+    Continued,
     Event,
     ModelCallFinished,
     ModelCallStarted,
@@ -219,6 +220,7 @@ class Agent:
             return replace(finished, partial="".join(parts))
         if not message.tool_calls:
             self.context.add_note(CONTINUE_NOTE)
+            yield Continued(self._cuts, limit)
         return None
 
     def clear(self) -> None:

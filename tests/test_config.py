@@ -115,8 +115,9 @@ def test_every_key_is_a_setting_with_the_same_default() -> None:
 
 
 def test_example_file_documents_every_key() -> None:
-    example = Path(__file__).resolve().parents[1] / "swival.toml.example"
-    text = example.read_text(encoding="utf-8")
+    from swival.starter import example_text
+
+    text = example_text()  # package data: pip and pipx installs have it too
     for key in KEYS:
         if key.fields:  # a table: its example entry names every field
             assert f"[{key.name}." in text, key.name
