@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -163,9 +164,27 @@ def run(  # noqa: PLR0913 - one parameter per documented option
     )
     if prompt is None and task is not None and task.strip().lower() == "doctor":
         task, doctor = None, True  # `swival doctor` (-p doctor gives the model that task)
-    code = _main(given, task=(prompt, task), config=(config, trust), init=init_config,
-                 doctor=doctor, resume=(resume, continue_))
-    raise typer.Exit(code)
+    raise typer.Exit(_main(Invocation(given, (prompt, task), config, trust, init_config,
+                                      doctor, (resume, continue_))))
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the command line asked for: `given` holds the options that are config keys
+    (None: not given); the rest acts on this run only."""
+
+    given: dict[str, Any]
+    task: tuple[str | None, str | None]  # --prompt, the positional TASK
+    config: Path | None
+    trust: bool | None  # --trust, --untrust, or neither
+    init: InitTarget | None
+    doctor: bool
+    resume: tuple[str | None, bool]  # --resume ID, --continue
+
+    @property
+    def one_shot(self) -> bool:
+        """A task to run and report on (given, or piped on stdin), not the REPL."""
+        return not (self.doctor or self.init) and (any(self.task) or not sys.stdin.isatty())
 
 
 def _task(prompt: str | None, task: str | None) -> str | None:
@@ -241,18 +260,14 @@ def _settle_trust(settings: Settings, reload: Callable[[TrustCheck], Settings],
             return reload(lambda file, keys: dict(keys) == shown)  # exactly what was shown
 
 
-def _main(given: dict[str, Any], *, task: tuple[str | None, str | None],
-          config: tuple[Path | None, bool | None], init: InitTarget | None, doctor: bool,
-          resume: tuple[str | None, bool]) -> int:
-    settings = _load(given, *config)
-    if init is not None:
-        return _init(settings, init)
-    one_shot = not doctor and (any(task) or not sys.stdin.isatty())
+def _main(call: Invocation) -> int:
+    settings = _load(call.given, call.config, call.trust)
+    if call.init is not None:
+        return _init(settings, call.init)
     try:
-        return _start(settings, given, task=task, config=config, doctor=doctor,
-                      resume=resume)
+        return _start(settings, call)
     except (SwivalError, KeyboardInterrupt) as error:
-        if not one_shot or settings.output_format == "text":
+        if not call.one_shot or settings.output_format == "text":
             raise
         from swival.config import redactor_for
         from swival.records import report_failure
@@ -279,24 +294,23 @@ def _init(settings: Settings, init: InitTarget) -> int:
     return 0
 
 
-def _start(settings: Settings, given: dict[str, Any], *, task: tuple[str | None, str | None],
-           config: tuple[Path | None, bool | None], doctor: bool,
-           resume: tuple[str | None, bool]) -> int:
+def _start(settings: Settings, call: Invocation) -> int:
     """Settle trust, then run the doctor, a one-shot task or the REPL."""
     from swival.config import load_settings
 
-    text = None if doctor else _task(*task)
-    interactive = text is None and not doctor
+    text = None if call.doctor else _task(*call.task)
+    interactive = text is None and not call.doctor
     settings = _settle_trust(
-        settings, lambda check: load_settings(given, config_path=config[0], trusted=check),
-        ask=interactive and config[1] is None)
-    if doctor:
+        settings, lambda check: load_settings(call.given, config_path=call.config,
+                                              trusted=check),
+        ask=interactive and call.trust is None)
+    if call.doctor:
         from swival.doctor import run_doctor
 
         return run_doctor(settings)
     from swival.session import find_transcript, open_session
 
-    transcript = find_transcript(settings, *resume)
+    transcript = find_transcript(settings, *call.resume)
     session = open_session(settings, interactive=interactive, transcript=transcript)
     try:
         if interactive:

@@ -131,19 +131,26 @@ def failure(result: subprocess.CompletedProcess[str], code: int) -> dict[str, An
     return report
 
 
-@pytest.mark.parametrize(("files", "env", "args", "stdin", "expected"), [
-    ({"swival.toml": 'max_turns = "many"\n'}, {}, ("--json", "-p", "hi"), None, "max_turns"),
-    ({}, {"SWIVAL_MAX_TURNS": "abc"}, ("--json", "-p", "hi"), None, "SWIVAL_MAX_TURNS"),
-    ({}, {}, ("--json",), "  \n", "No task"),
-    ({}, {}, ("--json", "--bogus", "-p", "hi"), None, "--bogus"),
-    ({}, {}, ("--json", "--max-turns", "x", "-p", "hi"), None, "--max-turns"),
-    ({"swival.toml": "json = true\nmax_turn = 3\n"}, {}, ("-p", "hi"), None, "max_turns"),
-    ({".xdg/swival/config.toml": 'output_format = "json"\n'}, {"SWIVAL_QUIET": "maybe"},
-     ("-p", "hi"), None, "SWIVAL_QUIET"),
-])
-def test_config_and_usage_errors_print_one_object(
-        tmp_path: Path, files: dict[str, str], env: dict[str, str], args: tuple[str, ...],
-        stdin: str | None, expected: str) -> None:
+FAILURES = {  # name -> (files, environment, arguments, stdin, what the error names)
+    "bad swival.toml": ({"swival.toml": 'max_turns = "many"\n'}, {}, ("--json", "-p", "hi"),
+                        None, "max_turns"),
+    "bad SWIVAL_ variable": ({}, {"SWIVAL_MAX_TURNS": "abc"}, ("--json", "-p", "hi"), None,
+                             "SWIVAL_MAX_TURNS"),
+    "empty stdin": ({}, {}, ("--json",), "  \n", "No task"),
+    "unknown flag": ({}, {}, ("--json", "--bogus", "-p", "hi"), None, "--bogus"),
+    "bad flag value": ({}, {}, ("--json", "--max-turns", "x", "-p", "hi"), None,
+                       "--max-turns"),
+    "json = true in the broken file": ({"swival.toml": "json = true\nmax_turn = 3\n"}, {},
+                                       ("-p", "hi"), None, "max_turns"),
+    "output_format in the global file": (
+        {".xdg/swival/config.toml": 'output_format = "json"\n'}, {"SWIVAL_QUIET": "maybe"},
+        ("-p", "hi"), None, "SWIVAL_QUIET"),
+}
+
+
+@pytest.mark.parametrize("case", FAILURES.values(), ids=FAILURES.keys())
+def test_config_and_usage_errors_print_one_object(tmp_path: Path, case: tuple[Any, ...]) -> None:
+    files, env, args, stdin, expected = case
     for name, content in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(content)
