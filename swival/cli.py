@@ -358,17 +358,21 @@ def _requested_format(argv: list[str]) -> str:
     try:
         ctx = typer.main.get_command(app).make_context(
             "swival", list(argv), resilient_parsing=True, ignore_unknown_options=True)
-    except Exception:  # noqa: BLE001 - whatever the parser makes of it, the format is text
+    except Exception:  # whatever else the parser makes of it: report as text
         return "text"
     given = ctx.params
-    if given.get("doctor") or given.get("init_config") or given.get("task") == "doctor":
+    word = str(given.get("task") or "").strip().lower()
+    if given.get("doctor") or given.get("init_config") or word == "doctor":
         return "text"
     if not (given.get("prompt") or given.get("task") or not sys.stdin.isatty()):
         return "text"
     chosen = given.get("output_format")
-    return requested_output_format(
-        {"output_format": chosen.value if chosen else None, "json": given.get("json_output")},
-        config_path=given.get("config"))
+    try:
+        return requested_output_format(
+            {"output_format": chosen.value if chosen else None,
+             "json": given.get("json_output")}, config_path=given.get("config"))
+    except OSError:  # no working directory left to find the project in
+        return "text"
 
 
 def _fail(message: str, code: int, show: Callable[[], None] | None = None) -> None:
