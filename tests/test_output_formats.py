@@ -20,8 +20,8 @@ from tests.e2e import run_swival, swival_command
 from tests.fakeserver import Reply, text, tool
 
 RESULT_FIELDS = {"answer", "exit_reason", "exit_code", "error", "turns", "tool_calls", "tokens",
-                 "compactions", "files_changed", "provider", "base_url", "model", "window",
-                 "window_source", "session_id", "ignored_project_keys", "cost_usd"}
+                 "compactions", "files_changed", "subagents", "provider", "base_url", "model",
+                 "window", "window_source", "session_id", "ignored_project_keys", "cost_usd"}
 PARTS = 5  # files read in the stream test: more than a 4K window holds
 
 
@@ -179,3 +179,30 @@ def test_text_errors_stay_text(tmp_path: Path) -> None:
     result = run_swival(None, tmp_path, "--bogus", "-p", "hi")
     assert result.returncode == 2 and result.stdout == ""
     assert "No such option: --bogus" in result.stderr
+
+
+def test_a_subagents_steps_are_streamed_inside_its_task_call(fake_server: Any,
+                                                             tmp_path: Path) -> None:
+    """A subagent's steps reach the stream through the task tool, not the agent's events:
+    they come between the parent's `task` call and its result."""
+    (tmp_path / "notes.txt").write_text("the answer is 42\n")
+
+    def model(body: dict[str, Any]) -> Reply:
+        parent = "task" in [t["function"]["name"] for t in body.get("tools") or []]
+        done = sum(1 for m in body["messages"] if m["role"] == "tool")
+        if parent:
+            return text("It is 42.") if done else tool(
+                "task", description="read the notes", prompt="What does notes.txt say?")
+        return text("notes.txt says 42.") if done else tool("read_file", file_path="notes.txt")
+
+    server = fake_server(kind="llamacpp", window=16384).script(*[model] * 4)
+    result = run_swival(server, tmp_path, "--output-format", "stream-json", "-p", "ask")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [(line["type"], line.get("name")) for line in lines]
+    call, done = kinds.index(("tool_call", "task")), kinds.index(("tool_result", "task"))
+    steps = [line for line in lines[call:done] if line["type"] == "subagent"]
+    assert steps and steps[0]["task"] == 1 and steps[0]["description"] == "read the notes"
+    read = next(step for step in steps if step.get("name") == "read_file")
+    assert read["ok"] is True and read["arguments"] == {"file_path": "notes.txt"}
+    assert lines[-1]["answer"] == "It is 42." and lines[-1]["subagents"]["tasks"] == 1
