@@ -10,7 +10,7 @@
 #   scripts/llamacpp.sh paths     # print SWIVAL_LLAMACPP_BIN / SWIVAL_LLAMACPP_MODEL exports
 #
 # Everything is cached under $SWIVAL_LLAMACPP_DIR (default ~/.cache/swival-llamacpp); a second run
-# reuses the binary. The build takes ~6 minutes on 2 cores.
+# reuses the binary. The build took ~18 minutes on 2 cores; the script prints how long it took.
 set -euo pipefail
 
 CACHE="${SWIVAL_LLAMACPP_DIR:-$HOME/.cache/swival-llamacpp}"
@@ -73,7 +73,8 @@ build_server() {
     fi
     # A portable AVX2 build: a -march=native build that picks up AVX-512/AMX crashed (SIGSEGV
     # on the first batch) in a sandboxed VM whose CPU reports those extensions.
-    log "building llama-server (cmake, -j2; several minutes)"
+    log "building llama-server (cmake, -j2; about 18 minutes on 2 cores)"
+    local started=$SECONDS
     cmake -S "$src" -B "$CACHE/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
         -DBUILD_SHARED_LIBS=OFF \
@@ -83,7 +84,7 @@ build_server() {
     cmake --build "$CACHE/build" --target llama-server -j2 >"$CACHE/build.log" 2>&1 \
         || { tail -30 "$CACHE/build.log" >&2; exit 1; }
     cp "$CACHE/build/bin/llama-server" "$BIN"
-    log "built $BIN"
+    log "built $BIN in $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s"
 }
 
 fetch_model() {

@@ -17,6 +17,7 @@ from swival.context.engine import ContextEngine, Prepared
 from swival.errors import ContextExhausted, ContextOverflowError, ProviderError
 from swival.events import (
     Compacted,
+    Continued,
     Event,
     ModelCallFinished,
     ModelCallStarted,
@@ -233,6 +234,7 @@ class Agent:
             return replace(finished, partial="".join(parts))
         if not message.tool_calls:
             self.context.add_note(CONTINUE_NOTE)
+            yield Continued(self._cuts, limit)
         return None
 
     def clear(self) -> None:
@@ -349,7 +351,8 @@ class Agent:
     def _ask_again(self, completion: Completion, prepared: Prepared
                    ) -> Generator[Event, None, bool]:
         """Count the reply's usage; True (after compacting) when it must be asked again:
-        the server cut the prompt, or the window's room cut the reply short."""
+        the server cut the prompt, or the window's room cut the reply short. Either way
+        the reply is void (ReplyRestarted), as when the connection drops."""
         cut = None
         if completion.usage is not None:
             cut = self.context.record_usage(completion.usage, prepared)
@@ -360,14 +363,14 @@ class Agent:
         yield ModelCallFinished(completion.usage, prepared.estimated_tokens)
         if cut is not None:
             # The reply was written without the part of the prompt the server dropped.
-            yield Notice(f"{cut} Compacting to fit and asking again.", "warning")
+            yield ReplyRestarted(f"{cut} Compacting to fit and asking again.")
             yield from self.context.on_overflow(cut, self._clock)
             return True
         if completion.finish_reason == "length" and prepared.room_limited:
             room = self.context.make_room(self._clock)
             if room:  # the window, not the limit, cut it: make room, ask again
-                yield Notice("The reply ran out of room in the context window; "
-                             "compacting and asking again.", "warning")
+                yield ReplyRestarted("The reply ran out of room in the context window; "
+                                     "compacting and asking again.")
                 yield from room
                 return True
         return False

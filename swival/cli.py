@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,9 +22,10 @@ from swival.errors import ConfigError, SwivalError, Terminated, UsageError
 
 if TYPE_CHECKING:
     from swival.config import Settings, TrustCheck
+    from swival.redaction import Redactor
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
@@ -39,10 +41,17 @@ EXIT_CODES_HELP = (
 class InitTarget(StrEnum):
     project = "project"
     global_ = "global"
+    stdout = "stdout"
 
 
-def _version(value: bool) -> None:
-    if value:
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+def _version(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
         print(f"swival {__version__}")
         raise typer.Exit(0)
 
@@ -74,22 +83,29 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                                  "[60].")] = None,
     quiet: Annotated[bool | None, Opt("--quiet/--no-quiet", "-q", help="Only the answer and "
                                       "errors.")] = None,
-    json_output: Annotated[bool | None, Opt("--json/--no-json", help="Print one JSON object.")]
-    = None,
+    json_output: Annotated[bool | None, Opt("--json/--no-json", help="Print one JSON object "
+                                            "(--output-format json).")] = None,
+    output_format: Annotated[OutputFormat | None, Opt(help="One-shot stdout: text (the "
+                                                      "answer), json (one object) or "
+                                                      "stream-json (one object per event, a "
+                                                      "line each) [text].")] = None,
     yolo: Annotated[bool | None, Opt("--yolo/--no-yolo", help="Allow all commands and "
                                       "fetches of public hosts.")] = None,
     commands: Annotated[str | None, Opt(help="ask | all | none | prog1,prog2")] = None,
     command_timeout: Annotated[int | None, Opt(help="Seconds per command [120].")] = None,
     fetch: Annotated[str | None, Opt(help="URLs fetch_url may reach: ask | all | none | "
                                      "host1,host2:port")] = None,
-    add_dir: Annotated[list[str] | None, Opt(help="Extra read/write directory.")] = None,
-    add_dir_ro: Annotated[list[str] | None, Opt(help="Extra read-only directory.")] = None,
+    add_dir: Annotated[list[str] | None, Opt(metavar="<dir>", help="Extra read/write directory "
+                                             "(repeatable).")] = None,
+    add_dir_ro: Annotated[list[str] | None, Opt(metavar="<dir>", help="Extra read-only "
+                                                "directory (repeatable).")] = None,
     sandbox: Annotated[str | None, Opt(help="Confine commands with bubblewrap: auto | on | "
                                        "off [auto].")] = None,
     allow_net: Annotated[bool | None, Opt("--allow-net/--no-allow-net", help="Let sandboxed "
                                           "commands use the network.")] = None,
-    pass_env: Annotated[list[str] | None, Opt(help="Let this secret environment variable "
-                                              "through to commands.")] = None,
+    pass_env: Annotated[list[str] | None, Opt(metavar="<name>", help="Let this secret "
+                                              "environment variable through to commands "
+                                              "(repeatable).")] = None,
     edits: Annotated[str | None, Opt(help="File edits: auto | ask (show each diff and ask) "
                                      "[auto].")] = None,
     read_only: Annotated[bool | None, Opt("--read-only/--no-read-only", help="Offer only "
@@ -105,7 +121,10 @@ def run(  # noqa: PLR0913 - one parameter per documented option
     compaction_target: Annotated[float | None, Opt(help="Compact down to this share [0.6].")]
     = None,
     proactive_summaries: Annotated[bool | None, Opt("--proactive-summaries/"
-                                                    "--no-proactive-summaries")] = None,
+                                                    "--no-proactive-summaries",
+                                                    help="Summarize every 10 turns in the "
+                                                    "background, a fallback for compaction "
+                                                    "[off].")] = None,
     mcp: Annotated[bool | None, Opt("--mcp/--no-mcp", help="Start the configured MCP servers "
                                     "[on] / run without them.")] = None,
     config: Annotated[Path | None, Opt("--config", help="Config file to use instead of the "
@@ -117,9 +136,13 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                    "session.")] = False,
     resume: Annotated[str | None, Opt("--resume", help="Resume the session with this id.")]
     = None,
-    init_config: Annotated[InitTarget | None, Opt(help="Write a starter config and exit.")]
+    init_config: Annotated[InitTarget | None, Opt(help="Write a starter config that "
+                                                  "documents every key (project: "
+                                                  "./swival.toml, global: your config "
+                                                  "file) or print it (stdout), and exit.")]
     = None,
-    doctor: Annotated[bool, Opt("--doctor", help="Check the setup and exit.")] = False,
+    doctor: Annotated[bool, Opt("--doctor", help="Check the setup and exit (also: swival "
+                                "doctor).")] = False,
     version: Annotated[bool, Opt("--version", callback=_version, is_eager=True,
                                  help="Print the version and exit.")] = False,
 ) -> None:
@@ -130,6 +153,7 @@ def run(  # noqa: PLR0913 - one parameter per documented option
         max_turns=max_turns, temperature=temperature, request_timeout=request_timeout,
         idle_timeout=idle_timeout, retries=retries, retry_after_max=retry_after_max,
         quiet=quiet, json=json_output, yolo=yolo, commands=commands,
+        output_format=output_format.value if output_format else None,
         command_timeout=command_timeout, fetch=fetch, add_dir=add_dir or None,
         add_dir_ro=add_dir_ro or None, sandbox=sandbox, allow_net=allow_net,
         pass_env=pass_env or None, edits=edits, read_only=read_only,
@@ -138,9 +162,29 @@ def run(  # noqa: PLR0913 - one parameter per documented option
         compaction_target=compaction_target, proactive_summaries=proactive_summaries,
         mcp=mcp,
     )
-    code = _main(given, task=(prompt, task), config=(config, trust), init=init_config,
-                 doctor=doctor, resume=(resume, continue_))
-    raise typer.Exit(code)
+    if prompt is None and task is not None and task.strip().lower() == "doctor":
+        task, doctor = None, True  # `swival doctor` (-p doctor gives the model that task)
+    raise typer.Exit(_main(Invocation(given, (prompt, task), config, trust, init_config,
+                                      doctor, (resume, continue_))))
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the command line asked for: `given` holds the options that are config keys
+    (None: not given); the rest acts on this run only."""
+
+    given: dict[str, Any]
+    task: tuple[str | None, str | None]  # --prompt, the positional TASK
+    config: Path | None
+    trust: bool | None  # --trust, --untrust, or neither
+    init: InitTarget | None
+    doctor: bool
+    resume: tuple[str | None, bool]  # --resume ID, --continue
+
+    @property
+    def one_shot(self) -> bool:
+        """A task to run and report on (given, or piped on stdin), not the REPL."""
+        return not (self.doctor or self.init) and (any(self.task) or not sys.stdin.isatty())
 
 
 def _task(prompt: str | None, task: str | None) -> str | None:
@@ -216,39 +260,58 @@ def _settle_trust(settings: Settings, reload: Callable[[TrustCheck], Settings],
             return reload(lambda file, keys: dict(keys) == shown)  # exactly what was shown
 
 
-def _main(given: dict[str, Any], *, task: tuple[str | None, str | None],
-          config: tuple[Path | None, bool | None], init: InitTarget | None, doctor: bool,
-          resume: tuple[str | None, bool]) -> int:
-    from swival.config import load_settings, write_starter_config
+def _main(call: Invocation) -> int:
+    settings = _load(call.given, call.config, call.trust)
+    if call.init is not None:
+        return _init(settings, call.init)
+    try:
+        return _start(settings, call)
+    except (SwivalError, KeyboardInterrupt) as error:
+        if not call.one_shot or settings.output_format == "text":
+            raise
+        from swival.config import redactor_for
+        from swival.records import report_failure
 
-    settings = _load(given, *config)
-    if init is not None:
-        path = write_starter_config(settings, global_=init is InitTarget.global_)
-        print(f"Wrote {path}", file=sys.stderr)
-        if init is InitTarget.project:  # written from the user's own choices: trusted
-            written = load_settings({}, config_path=None, trusted=_trust_all)
-            _remember(written, written.trust_keys)
+        code, message = _failure(error)
+        return report_failure(settings, message, code, output_format=settings.output_format,
+                              redactor=redactor_for(settings, os.environ))
+
+
+def _init(settings: Settings, init: InitTarget) -> int:
+    """--init-config: write the starter (a project one is trusted: it holds the user's own
+    choices) or print it."""
+    from swival.config import load_settings
+    from swival.starter import starter_text, write_starter_config
+
+    if init is InitTarget.stdout:
+        print(starter_text(settings), end="")
         return 0
-    text = None if doctor else _task(*task)
-    interactive = text is None and not doctor
+    path = write_starter_config(settings, global_=init is InitTarget.global_)
+    print(f"Wrote {path}", file=sys.stderr)
+    if init is InitTarget.project:
+        written = load_settings({}, config_path=None, trusted=_trust_all)
+        _remember(written, written.trust_keys)
+    return 0
+
+
+def _start(settings: Settings, call: Invocation) -> int:
+    """Settle trust, then run the doctor, a one-shot task or the REPL."""
+    from swival.config import load_settings
+
+    text = None if call.doctor else _task(*call.task)
+    interactive = text is None and not call.doctor
     settings = _settle_trust(
-        settings, lambda check: load_settings(given, config_path=config[0], trusted=check),
-        ask=interactive and config[1] is None)
-    if doctor:
+        settings, lambda check: load_settings(call.given, config_path=call.config,
+                                              trusted=check),
+        ask=interactive and call.trust is None)
+    if call.doctor:
         from swival.doctor import run_doctor
 
         return run_doctor(settings)
     from swival.session import find_transcript, open_session
 
-    try:
-        transcript = find_transcript(settings, *resume)
-        session = open_session(settings, interactive=interactive, transcript=transcript)
-    except SwivalError as error:
-        if settings.json and not interactive:
-            from swival.oneshot import print_failure
-
-            return print_failure(settings, error)
-        raise
+    transcript = find_transcript(settings, *call.resume)
+    session = open_session(settings, interactive=interactive, transcript=transcript)
     try:
         if interactive:
             from swival.repl import run_repl
@@ -261,21 +324,72 @@ def _main(given: dict[str, Any], *, task: tuple[str | None, str | None],
         session.close()  # stops MCP servers before the process exits
 
 
+def _failure(error: BaseException) -> tuple[int, str]:
+    """The exit code and the message for a run that stopped with `error`."""
+    if isinstance(error, SwivalError):
+        return error.exit_code, str(error)
+    if isinstance(error, Terminated):
+        return Terminated.exit_code, "terminated"
+    return 130, "interrupted"
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise Terminated
 
 
-def _scrub(text: str) -> str:
-    """Error text with API keys (from the environment or --api-key) removed."""
-    import os
-
+def _redactor() -> Redactor:
+    """Hides API keys (from the environment or --api-key) in error text written before
+    the settings could be read."""
     from swival.config import redactor_for
 
     argv = sys.argv
     given = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--api-key"]
     given += [a.split("=", 1)[1] for a in argv if a.startswith("--api-key=")]
     named = {"api_key": given[-1]} if given else {}  # the last --api-key is the one used
-    return redactor_for(None, os.environ).with_secrets(named).redact(text)
+    return redactor_for(None, os.environ).with_secrets(named)
+
+
+def _requested_format(argv: list[str]) -> str:
+    """The output format a failed one-shot run asked for, read leniently from the command
+    line, SWIVAL_* variables and config files (any of which may be what failed); "text"
+    for the REPL, --doctor and --init-config."""
+    from swival.config import requested_output_format
+
+    try:
+        ctx = typer.main.get_command(app).make_context(
+            "swival", list(argv), resilient_parsing=True, ignore_unknown_options=True)
+    except Exception:  # whatever else the parser makes of it: report as text
+        return "text"
+    given = ctx.params
+    word = str(given.get("task") or "").strip().lower()
+    if given.get("doctor") or given.get("init_config") or word == "doctor":
+        return "text"
+    if not (given.get("prompt") or given.get("task") or not sys.stdin.isatty()):
+        return "text"
+    chosen = given.get("output_format")
+    try:
+        return requested_output_format(
+            {"output_format": chosen.value if chosen else None,
+             "json": given.get("json_output")}, config_path=given.get("config"))
+    except OSError:  # no working directory left to find the project in
+        return "text"
+
+
+def _fail(message: str, code: int, show: Callable[[], None] | None = None) -> None:
+    """Leave with `code`, saying why: one JSON object (the stream's `result` line) when
+    JSON output was asked for, else a line on stderr (or the parser's own usage text)."""
+    output_format = _requested_format(sys.argv[1:])
+    redactor = _redactor()
+    if output_format != "text":
+        from swival.records import report_failure
+
+        report_failure(None, redactor.redact(message), code, output_format=output_format,
+                       redactor=redactor)
+    elif show is not None:
+        show()
+    else:
+        print(f"swival: {redactor.redact(message)}", file=sys.stderr)
+    sys.exit(code)
 
 
 def main() -> None:
@@ -283,19 +397,14 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         code = app(prog_name="swival", standalone_mode=False)
-    except SwivalError as error:
-        print(f"swival: {_scrub(str(error))}", file=sys.stderr)
-        sys.exit(error.exit_code)
-    except Terminated:
-        print("swival: terminated", file=sys.stderr)
-        sys.exit(Terminated.exit_code)
-    except (KeyboardInterrupt, typer.Abort):
-        print("swival: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except (SwivalError, KeyboardInterrupt, typer.Abort) as error:
+        code, message = _failure(error)
+        _fail(message, code)
     except Exception as error:
-        show = getattr(error, "show", None)
-        if callable(show) and isinstance(getattr(error, "exit_code", None), int):
-            show()  # the CLI parser's usage errors: message already says what to do
-            sys.exit(error.exit_code)  # type: ignore[attr-defined]
-        raise
+        show, code = getattr(error, "show", None), getattr(error, "exit_code", None)
+        if not (callable(show) and isinstance(code, int)):
+            raise
+        # The parser's usage errors; their message already says what to do.
+        message = getattr(error, "format_message", error.__str__)()
+        _fail(f"{message} (swival --help lists the options)", code, show=show)
     sys.exit(code if isinstance(code, int) else 0)

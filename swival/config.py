@@ -2,8 +2,9 @@
 project's `swival.toml`, `SWIVAL_*` environment variables and the command line,
 in increasing order of precedence.
 
-Every key is validated: an unknown key or a value of the wrong type raises
-`ConfigError` naming the file, the key and what was expected.
+Every key is validated: an unknown key, a value of the wrong type or out of range, or
+keys that contradict each other raise `ConfigError` naming the source, the key and what
+was expected; every problem of every source is reported in that one error.
 
 The project's `swival.toml` is the one source the user did not write: its keys marked
 `trusted_only` apply only when the caller's `trusted` check allows them (project trust).
@@ -20,14 +21,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from swival import looseness
 from swival.errors import ConfigError
 from swival.looseness import NoLooser
 from swival.redaction import MIN_SECRET, Redactor
 
 PROVIDERS = ("lmstudio", "ollama", "llamacpp", "generic")
+OUTPUT_FORMATS = ("text", "json", "stream-json")
 HOSTED_PREFIXES = (
     "openai", "openrouter", "anthropic", "gemini", "groq", "mistral", "deepseek", "xai",
     "together_ai", "fireworks_ai", "cohere", "perplexity", "cerebras", "azure", "bedrock",
@@ -81,6 +81,7 @@ class Key:
     optional: bool = False
     choices: tuple[str, ...] = ()
     minimum: float | None = None
+    maximum: float | None = None
     trusted_only: bool = False
     safer: NoLooser | None = None
     secret: bool = False
@@ -156,7 +157,11 @@ KEYS: tuple[Key, ...] = (
     Key("retry_after_max", float, 60.0, "Longest wait honoured from a server's Retry-After",
         minimum=0),
     Key("quiet", bool, False, "One-shot: print nothing but the answer and errors"),
-    Key("json", bool, False, "One-shot: print one JSON object instead of the answer"),
+    Key("json", bool, False, "One-shot: print one JSON object instead of the answer (the "
+        "same as output_format = \"json\")"),
+    Key("output_format", str, "text", "One-shot output on stdout: text (the answer), json "
+        "(one object at the end) or stream-json (one object per event, a line each)",
+        choices=OUTPUT_FORMATS),
     Key("yolo", bool, False, "Allow every command, write and fetch of a public host "
         "without asking", trusted_only=True, safer=looseness.off),
     Key("commands", str, "ask", "Command policy: ask, all, none or a comma-separated list",
@@ -186,11 +191,11 @@ KEYS: tuple[Key, ...] = (
         trusted_only=True, safer=looseness.fewer_tools),
     Key("subagent_max_turns", int, 40, "Most model calls of one subagent", minimum=1),
     Key("tool_result_share", float, 0.2, "Largest share of the input budget one tool "
-        "result may take", minimum=0.01),
+        "result may take", minimum=0.01, maximum=1),
     Key("compaction_trigger", float, 0.85, "Compact when the prompt reaches this share of "
-        "the input budget", minimum=0.1),
-    Key("compaction_target", float, 0.6, "Compact down to this share of the input budget",
-        minimum=0.05),
+        "the input budget", minimum=0.1, maximum=1),
+    Key("compaction_target", float, 0.6, "Compact down to this share of the input budget "
+        "(below compaction_trigger)", minimum=0.05, maximum=1),
     Key("proactive_summaries", bool, False, "Summarize every 10 turns as a safety net"),
     Key("mcp", bool, True, "Start the MCP servers of mcp_servers (false: none this run)"),
     Key("mcp_servers", dict, {}, "MCP servers, one [mcp_servers.NAME] table each",
@@ -219,7 +224,7 @@ class Settings:
     retries: int = 3
     retry_after_max: float = 60.0
     quiet: bool = False
-    json: bool = False
+    output_format: str = "text"
     yolo: bool = False
     commands: str = "ask"
     command_timeout: int = 120
@@ -249,6 +254,11 @@ class Settings:
     def project_file(self) -> Path:
         """The project's own `swival.toml`, the file `trust_keys` come from."""
         return self.project_root / "swival.toml"
+
+    @property
+    def json(self) -> bool:
+        """One JSON object at the end (`--json`, `output_format = "json"`)."""
+        return self.output_format == "json"
 
     @property
     def held_back(self) -> Mapping[str, Any]:
@@ -362,8 +372,12 @@ def coerce(key: Key, value: Any, origin: str) -> Any:
         raise bad()
     if key.choices and value not in key.choices:
         raise bad()
-    if key.minimum is not None and isinstance(value, int | float) and value < key.minimum:
-        raise bad(f" (at least {key.minimum:g})")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        low, high = key.minimum, key.maximum
+        if low is not None and high is not None and not low <= value <= high:
+            raise bad(f" from {low:g} to {high:g}")
+        if low is not None and value < low:
+            raise bad(f" (at least {low:g})")
     return value
 
 
@@ -388,53 +402,98 @@ def _from_env_text(key: Key, text: str, origin: str) -> Any:
     return text
 
 
+EXAMPLE_HINT = "`swival --init-config stdout` prints every key with its meaning."
+
+
 def read_toml(path: Path) -> dict[str, Any]:
-    """Parse and validate one config file; returns the keys it sets."""
+    """Parse and validate one config file; returns the keys it sets. Every problem in
+    the file is reported in one ConfigError."""
+    values, problems = _parse_toml(path)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return values
+
+
+def _parse_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The valid keys of one config file, and a line for each problem in it."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc}). Fix the file or remove it.") from None
+        return {}, [f"{path}: not valid TOML ({exc}). Fix the file or remove it."]
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it ({exc.strerror}).") from None
+        return {}, [f"{path}: cannot read it ({exc.strerror})."]
     out: dict[str, Any] = {}
+    problems: list[str] = []
     for name, value in data.items():
         key = KEYS_BY_NAME.get(name)
         if key is None:
             hint = difflib.get_close_matches(name, KEYS_BY_NAME, n=1)
-            tip = f" Did you mean `{hint[0]}`?" if hint else ""
-            raise ConfigError(
-                f"{path}: unknown key `{name}`.{tip} Known keys are listed in "
-                "swival.toml.example and docs/configuration.md."
-            )
-        out[name] = coerce(key, value, str(path))
-    return out
+            tip = (f"Did you mean `{hint[0]}`?" if hint
+                   else f"Known keys: {', '.join(KEYS_BY_NAME)}.")
+            problems.append(f"{path}: unknown key `{name}`. {tip} {EXAMPLE_HINT}")
+            continue
+        try:
+            out[name] = coerce(key, value, str(path))
+        except ConfigError as error:
+            problems.append(str(error))
+    return out, problems
 
 
 Layer = dict[str, tuple[Any, str]]  # key -> (value, where it came from)
 
 
-def _file_layer(path: Path) -> Layer:
-    return {name: (value, str(path)) for name, value in read_toml(path).items()}
+def _with_json_alias(layer: Layer) -> Layer:
+    """`json` is `output_format` "json" (false: "text") in the layer that sets it, unless
+    the same layer sets `output_format`, which then wins."""
+    if "json" in layer and "output_format" not in layer:
+        value, origin = layer["json"]
+        layer["output_format"] = ("json" if value else "text", origin)
+    return layer
 
 
-def _env_layer(env: Mapping[str, str]) -> Layer:
+def _file_layer(path: Path, problems: list[str]) -> Layer:
+    values, found = _parse_toml(path)
+    problems += found
+    return _with_json_alias({name: (value, str(path)) for name, value in values.items()})
+
+
+def _env_layer(env: Mapping[str, str], problems: list[str]) -> Layer:
     layer: Layer = {}
     for key in KEYS:
         var = "SWIVAL_" + key.name.upper()
         if var in env and key.type is not dict:
             origin = f"environment variable {var}"
-            layer[key.name] = (coerce(key, _from_env_text(key, env[var], origin), origin), origin)
-    return layer
+            try:
+                layer[key.name] = (coerce(key, _from_env_text(key, env[var], origin), origin),
+                                   origin)
+            except ConfigError as error:
+                problems.append(str(error))
+    return _with_json_alias(layer)
 
 
-def _cli_layer(cli: Mapping[str, Any]) -> Layer:
+def _cli_layer(cli: Mapping[str, Any], problems: list[str]) -> Layer:
     layer: Layer = {}
     for name, value in cli.items():
-        if value is not None:
-            value = list(value) if isinstance(value, tuple) else value
-            layer[name] = (coerce(KEYS_BY_NAME[name], value, f"option --{name.replace('_', '-')}"),
-                           "command line")
-    return layer
+        if value is None:
+            continue
+        value = list(value) if isinstance(value, tuple) else value
+        try:
+            layer[name] = (coerce(KEYS_BY_NAME[name], value,
+                                  f"option --{name.replace('_', '-')}"), "command line")
+        except ConfigError as error:
+            problems.append(str(error))
+    return _with_json_alias(layer)
+
+
+def _cross_problems(merged: Layer) -> list[str]:
+    """Rules between keys: compaction must bring the prompt below where it starts."""
+    trigger, target = (merged.get(name, (_default(KEYS_BY_NAME[name]), "the default"))
+                       for name in ("compaction_trigger", "compaction_target"))
+    if target[0] < trigger[0]:
+        return []
+    return [f"`compaction_target` ({target[0]:g}, from {target[1]}) must be below "
+            f"`compaction_trigger` ({trigger[0]:g}, from {trigger[1]}): compaction starts at "
+            "the trigger and brings the prompt down to the target."]
 
 
 def _merge(*layers: Layer) -> tuple[Layer, dict[str, str]]:
@@ -497,15 +556,20 @@ def load_settings(
     project_file = root / "swival.toml"
     own = [path for path in (global_config_path(env), config_path) if path and path.is_file()]
     untrusted = [project_file] if config_path is None and project_file.is_file() else []
-    users = [_file_layer(path) for path in own]
+    problems: list[str] = []  # every problem of every source, reported at once
+    users = [_file_layer(path, problems) for path in own]
     below, _ = _merge(*users)
-    project = _file_layer(untrusted[0]) if untrusted else {}
-    above = {**_env_layer(env), **_cli_layer(cli)}
+    project = _file_layer(untrusted[0], problems) if untrusted else {}
+    above = {**_env_layer(env, problems), **_cli_layer(cli, problems)}
     powers = needing_trust(project, below, above)
     applied = bool(powers) and trusted is not None and trusted(project_file, powers)
     held = {} if applied else powers
     merged, entries = _merge(*users, {k: v for k, v in project.items() if k not in held},
                              above)
+    if not any("`compaction_t" in problem for problem in problems):
+        problems += _cross_problems(merged)  # judged on values that are valid alone
+    if problems:
+        raise ConfigError("\n".join(problems))
     known = {f.name for f in fields(Settings)}
     return Settings(
         **{k: v for k, (v, _) in merged.items() if k in known},
@@ -517,32 +581,20 @@ def load_settings(
     )
 
 
-def write_starter_config(settings: Settings, *, global_: bool,
-                         env: Mapping[str, str] | None = None) -> Path:
-    """Write a starter config (never overwriting one) and return its path."""
+def requested_output_format(cli: Mapping[str, Any], *, cwd: Path | None = None,
+                            env: Mapping[str, str] | None = None,
+                            config_path: Path | None = None) -> str:
+    """The `output_format` the sources ask for (`cli` holds `output_format` and `json`
+    as given, None when not), read leniently: a source that cannot be read and values
+    that are not valid are passed over. For reporting a failure to load the settings in
+    the format the user asked for."""
     env = os.environ if env is None else env
-    path = global_config_path(env) if global_ else settings.project_root / "swival.toml"
-    if path.exists():
-        raise ConfigError(f"{path} already exists; edit it or remove it first.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "# Swival configuration. Every key is documented in swival.toml.example.\n"
-        + tomli_w.dumps(starter_config(settings)),
-        encoding="utf-8",
-    )
-    return path
-
-
-def starter_config(settings: Settings) -> dict[str, Any]:
-    """The starter file's content: the keys most people set, at their current values."""
-    data: dict[str, Any] = {"provider": settings.provider}
-    for name in ("base_url", "model", "max_context_tokens"):
-        value = getattr(settings, name)
-        if value is not None:
-            data[name] = value
-    data["max_output_tokens"] = settings.max_output_tokens
-    data["commands"] = settings.commands
-    return data
+    project = config_path or find_project_root(cwd or Path.cwd()) / "swival.toml"
+    layers = [_file_layer(path, []) for path in (global_config_path(env), project)
+              if path.is_file()]
+    layers += [_env_layer(env, []), _cli_layer(cli, [])]
+    merged, _ = _merge(*layers)
+    return str(merged.get("output_format", ("text", ""))[0])
 
 
 HIDDEN = "(secret, not shown)"

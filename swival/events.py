@@ -34,6 +34,15 @@ class ReplyRestarted:
 
 
 @dataclass(frozen=True)
+class Continued:
+    """A reply the output limit cut is kept, and the model is asked to go on from where it
+    stopped. `count`: replies cut in a row so far; `limit`: their token limit."""
+
+    count: int
+    limit: int
+
+
+@dataclass(frozen=True)
 class ModelCallFinished:
     """A model call completed; `usage` as reported by the server, when it reported one."""
 
@@ -126,6 +135,7 @@ Event = (
     TextDelta
     | ModelCallStarted
     | ReplyRestarted
+    | Continued
     | ModelCallFinished
     | ToolStarted
     | ToolFinished

@@ -1,4 +1,5 @@
-"""One-shot mode: the final answer alone on stdout, progress on stderr, or one JSON object.
+"""One-shot mode: the final answer alone on stdout and progress on stderr; or, on stdout,
+one JSON object (`--json`) or one per event (`--output-format stream-json`).
 
 Exit codes: 0 done, 1 runtime error or a reply the output limit kept cutting, 2
 usage/config, 3 provider unreachable or model missing, 4 turn limit, 5 context exhausted,
@@ -7,19 +8,18 @@ usage/config, 3 provider unreachable or model missing, 4 turn limit, 5 context e
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from swival.config import Settings, redactor_for
 from swival.errors import SwivalError
 from swival.events import Compacted, Event, SubagentStep, ToolFinished, TurnFinished
 from swival.providers.factory import spent
-from swival.render import ProgressPrinter, screen_text, stderr_console
+from swival.records import JsonLines, print_report
+from swival.render import ProgressPrinter, outcome, screen_text, stderr_console
 from swival.session import Session
 from swival.tools.approval import Answer
 from swival.tools.policy import Question
@@ -95,31 +95,27 @@ def _wrap(text: str) -> str:
 
 
 def run_oneshot(session: Session, task: str) -> int:
+    """Run `task` to its end; the exit code. The answer goes to stdout (or the `--json`
+    object, or the stream-json lines), progress to stderr."""
     settings = session.settings
     if session.policy.mode == "ask" and session.policy.ask is None:
         session.policy.ask = ask_on_terminal
     if session.approvals.confirm is None and sys.stdin.isatty():
         session.approvals.confirm = confirm_on_terminal
-    err = stderr_console()
-    printer = ProgressPrinter(err, quiet=settings.quiet or settings.json)
-    info = session.provider.info
-    if not (settings.quiet or settings.json):
-        err.print(f"[dim]swival · {info.provider} {info.base_url} · {info.model} · window "
-                  f"{info.window.describe()} · {session.agent.tool_ctx.sandbox.describe()}"
-                  "[/dim]", soft_wrap=True)
-    warning = session.overhead_warning()
-    for note in [*session.notices, *([warning] if warning else [])]:
-        if not settings.quiet:
-            err.print(f"[yellow]{note}[/yellow]", soft_wrap=True)
+    machine = settings.output_format != "text"
+    printer = ProgressPrinter(stderr_console(), quiet=settings.quiet or machine)
+    lines = (JsonLines(sys.stdout, session.redactor, outcome)
+             if settings.output_format == "stream-json" else None)
+    _announce(session, lines)
     tally = Tally()
-    _hear_subagents(session, tally, printer)
+    hear = _listener(tally, printer, lines)
+    session.agent.tool_ctx.on_event = hear  # a subagent's steps, while a task call runs
     error: SwivalError | None = None
     signal_code: int | None = None
     agent = session.agent
     try:
         for event in agent.run_turn(task):
-            tally.add(event)
-            printer.handle(event)
+            hear(event)
     except KeyboardInterrupt as stop:
         tally.add(agent.interrupted())
         signal_code = getattr(stop, "exit_code", None)
@@ -129,47 +125,65 @@ def run_oneshot(session: Session, task: str) -> int:
     code = error.exit_code if error else EXIT_FOR_REASON[finished.reason if finished else "error"]
     if signal_code is not None:
         code = signal_code
-    if settings.json:
-        report = session.redactor.scrub(_report(session, tally, code, error))
-        print(json.dumps(report, ensure_ascii=False))
-    elif error:
-        print(f"swival: {session.redactor.redact(str(error))}", file=sys.stderr)
-    elif finished and finished.reason == "done":
-        print(session.redactor.redact(finished.answer))
-    elif finished and finished.reason == "output_limit":
-        if finished.partial:  # the incomplete reply is still the result the user asked for
-            print(session.redactor.redact(finished.partial))
-        print(f"swival: {session.redactor.redact(finished.answer)}", file=sys.stderr)
-    elif finished and finished.reason == "interrupted":
-        print("swival: terminated" if code == 143 else "swival: interrupted", file=sys.stderr)
+    if machine:
+        print_report(_report(session, tally, code, error), settings.output_format,
+                     session.redactor)
+    else:
+        _print_outcome(session, finished, error, code)
     return code
 
 
-def _hear_subagents(session: Session, tally: Tally, printer: ProgressPrinter) -> None:
-    """A subagent's steps, while a task call runs, are counted and shown like the
-    agent's own events."""
+def _listener(tally: Tally, printer: ProgressPrinter,
+              lines: JsonLines | None) -> Callable[[Event], None]:
+    """What becomes of each event, the agent's own or a subagent's: counted for the
+    report, shown on stderr, and written as a stream-json record."""
 
-    def heard(event: Event) -> None:
+    def hear(event: Event) -> None:
         tally.add(event)
         printer.handle(event)
+        if lines is not None:
+            lines.event(event)
 
-    session.agent.tool_ctx.on_event = heard
+    return hear
 
 
-def print_failure(settings: Settings, error: SwivalError) -> int:
-    """--json before a session exists (server unreachable, no model): still one object."""
-    report = {
-        "answer": "", "exit_reason": "error", "exit_code": error.exit_code,
-        "error": str(error), "turns": 0, "tool_calls": 0,
-        "tokens": {"prompt": 0, "completion": 0}, "compactions": [], "files_changed": [],
-        "subagents": {"tasks": 0, "failed": 0, "tokens": {"prompt": 0, "completion": 0}},
-        "provider": settings.provider, "base_url": settings.base_url, "model": settings.model,
-        "window": settings.max_context_tokens, "window_source": None, "session_id": None,
-        "ignored_project_keys": list(settings.held_back),
-        "cost_usd": None,
-    }
-    print(json.dumps(redactor_for(settings, os.environ).scrub(report), ensure_ascii=False))
-    return error.exit_code
+def _announce(session: Session, lines: JsonLines | None) -> None:
+    """The start-up line and notices on stderr; with stream-json, the `start` record and
+    the notices as records too."""
+    settings = session.settings
+    err = stderr_console()
+    info = session.provider.info
+    if not (settings.quiet or settings.output_format != "text"):
+        err.print(f"[dim]swival · {info.provider} {info.base_url} · {info.model} · window "
+                  f"{info.window.describe()} · {session.agent.tool_ctx.sandbox.describe()}"
+                  "[/dim]", soft_wrap=True)
+    if lines is not None:
+        lines.write({"type": "start", "provider": info.provider, "base_url": info.base_url,
+                     "model": info.model, "window": info.window.tokens,
+                     "window_source": info.window.source,
+                     "session_id": session.agent.context.session_id})
+    warning = session.overhead_warning()
+    for note in [*session.notices, *([warning] if warning else [])]:
+        if not settings.quiet:
+            err.print(f"[yellow]{note}[/yellow]", soft_wrap=True)
+        if lines is not None:
+            lines.write({"type": "notice", "level": "warning", "text": note})
+
+
+def _print_outcome(session: Session, finished: TurnFinished | None,
+                   error: SwivalError | None, code: int) -> None:
+    """Text output: the answer on stdout, what went wrong on stderr."""
+    redact = session.redactor.redact
+    if error:
+        print(f"swival: {redact(str(error))}", file=sys.stderr)
+    elif finished and finished.reason == "done":
+        print(redact(finished.answer))
+    elif finished and finished.reason == "output_limit":
+        if finished.partial:  # the incomplete reply is still the result the user asked for
+            print(redact(finished.partial))
+        print(f"swival: {redact(finished.answer)}", file=sys.stderr)
+    elif finished and finished.reason == "interrupted":
+        print("swival: terminated" if code == 143 else "swival: interrupted", file=sys.stderr)
 
 
 def _report(session: Session, tally: Tally, code: int, error: SwivalError | None) -> dict:

@@ -12,7 +12,14 @@ from typing import Any
 from swival.agent import Agent, AgentConfig, make_summarizer
 from swival.context.engine import ContextEngine, ContextSettings, Extras
 from swival.context.knowledge import Knowledge
-from swival.events import Compacted, Event, ToolFinished, TurnFinished
+from swival.events import (
+    Compacted,
+    Continued,
+    Event,
+    ReplyRestarted,
+    ToolFinished,
+    TurnFinished,
+)
 from swival.prompts import system_prompt
 from swival.tools.base import ToolContext
 from swival.tools.catalog import default_tools
@@ -45,6 +52,7 @@ def test_cut_reply_is_continued_and_joined(tmp_path: Path) -> None:
     finished = events[-1]
     assert isinstance(finished, TurnFinished) and finished.reason == "done"
     assert finished.answer == "The cause is in parse(), where an empty list is indexed."
+    assert [e.count for e in events if isinstance(e, Continued)] == [1]
     second = [m.to_dict() for m in provider.requests[1].messages]
     assert second[-2] == {"role": "assistant", "content": "The cause is in parse(), where "}
     assert second[-1]["role"] == "user" and "cut off by the output limit" in second[-1]["content"]
@@ -91,6 +99,9 @@ def test_reply_cut_by_the_window_gets_room_and_is_asked_again(tmp_path: Path) ->
     made_room = [e for e in events if isinstance(e, Compacted)
                  and e.reason == "reply cut short by the window"]
     assert made_room and made_room[0].tokens_after <= agent.context.budget.target
+    void = [i for i, e in enumerate(events) if isinstance(e, ReplyRestarted)]
+    assert len(void) == 1 and void[0] < events.index(made_room[0])  # the cut reply is void
+    assert not [e for e in events if isinstance(e, Continued)]  # asked again, not continued
     assert isinstance(events[-1], TurnFinished) and events[-1].answer == "A long answer, whole."
     assert "A long ans" not in json.dumps([m.to_dict() for m in provider.requests[4].messages])
 

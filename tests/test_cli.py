@@ -128,3 +128,53 @@ def test_init_config_global_uses_xdg(tmp_path: Path) -> None:
     result = swival("--init-config", "global", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / ".xdg" / "swival" / "config.toml").is_file()
+
+
+def test_help_names_every_option_plainly(tmp_path: Path) -> None:
+    text = swival("--help", cwd=tmp_path, env={"COLUMNS": "200"}).stdout
+    assert "list[str]" not in text
+    for shown in ("--add-dir <dir>", "--add-dir-ro <dir>", "--pass-env <name>",
+                  "--output-format <text|json|stream-json>",
+                  "--init-config <project|global|stdout>"):
+        assert shown in text, shown
+    assert "--no-proactive-summaries Summarize every 10 turns" in " ".join(text.split())
+
+
+def test_doctor_is_a_word_too(fake_server: Any, tmp_path: Path) -> None:
+    """`swival doctor` checks the setup instead of sending "doctor" to the model."""
+    server = fake_server(kind="llamacpp", window=8192)
+    result = swival("--provider", "llamacpp", "--base-url", server.url, "doctor",
+                    cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "window           8192 tokens" in result.stdout
+    assert server.requests == []  # no chat call: nothing went to the model
+
+
+def test_init_config_stdout_prints_a_starter_documenting_every_key(tmp_path: Path) -> None:
+    import tomllib
+
+    from swival.config import KEYS
+
+    result = swival("--init-config", "stdout", "--provider", "ollama", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert tomllib.loads(result.stdout)["provider"] == "ollama"
+    for key in KEYS:
+        assert f"# {key.name} =" in result.stdout or f"[{key.name}." in result.stdout, key.name
+    assert not (tmp_path / "swival.toml").exists()
+    written = swival("--init-config", "project", "--provider", "ollama", cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    assert (tmp_path / "swival.toml").read_text() == result.stdout
+
+
+def test_shell_completion(tmp_path: Path) -> None:
+    script = swival("--show-completion", "bash", cwd=tmp_path)
+    assert script.returncode == 0 and "_SWIVAL_COMPLETE=complete_bash" in script.stdout
+    words = swival(cwd=tmp_path, env={"_SWIVAL_COMPLETE": "complete_bash",
+                                      "COMP_WORDS": "swival --output-format ",
+                                      "COMP_CWORD": "2"})
+    assert words.stdout.split() == ["text", "json", "stream-json"]
+    home = tmp_path / "home"
+    home.mkdir()
+    installed = swival("--install-completion", "bash", cwd=tmp_path, env={"HOME": str(home)})
+    assert installed.returncode == 0, installed.stderr
+    assert "swival" in (home / ".bashrc").read_text()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,8 +116,9 @@ def test_every_key_is_a_setting_with_the_same_default() -> None:
 
 
 def test_example_file_documents_every_key() -> None:
-    example = Path(__file__).resolve().parents[1] / "swival.toml.example"
-    text = example.read_text(encoding="utf-8")
+    from swival.starter import example_text
+
+    text = example_text()  # package data: pip and pipx installs have it too
     for key in KEYS:
         if key.fields:  # a table: its example entry names every field
             assert f"[{key.name}." in text, key.name
@@ -159,3 +161,83 @@ def test_secret_names(name: str, secret: bool) -> None:
 
     assert is_secret_name(name) is secret
     assert (known_secrets(None, {name: "a-long-value-123"}) == ("a-long-value-123",)) is secret
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ({"cli": {"compaction_trigger": 3.0}}, "from 0.1 to 1, got 3.0"),
+    ({"toml": "tool_result_share = 7\n"}, "from 0.01 to 1, got 7.0"),
+    ({"env": {"SWIVAL_COMPACTION_TARGET": "0"}}, "from 0.05 to 1, got 0.0"),
+])
+def test_shares_are_range_checked(tmp_path: Path, env: dict[str, str],
+                                  source: dict[str, Any], expected: str) -> None:
+    if "toml" in source:
+        _write(tmp_path / "swival.toml", source["toml"])
+    with pytest.raises(ConfigError, match=expected.replace(".", r"\.")):
+        load_settings(source.get("cli", {}), cwd=tmp_path, env={**env, **source.get("env", {})})
+
+
+def test_target_must_be_below_trigger(tmp_path: Path, env: dict[str, str]) -> None:
+    path = _write(tmp_path / "swival.toml", "compaction_trigger = 0.5\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings({"compaction_target": 0.9}, cwd=tmp_path, env=env)
+    text = str(info.value)
+    assert "`compaction_target` (0.9, from command line) must be below" in text
+    assert f"`compaction_trigger` (0.5, from {path})" in text
+    with pytest.raises(ConfigError, match=r"\(0\.6, from the default\)"):
+        load_settings({"compaction_trigger": 0.6}, cwd=tmp_path / "elsewhere", env=env)
+    fine = load_settings({"compaction_target": 0.4}, cwd=tmp_path, env=env)
+    assert (fine.compaction_trigger, fine.compaction_target) == (0.5, 0.4)
+
+
+def test_every_problem_of_every_source_is_reported_at_once(tmp_path: Path,
+                                                          env: dict[str, str]) -> None:
+    _write(tmp_path / "xdg/swival/config.toml", "max_turn = 3\nquiet = 1\n")
+    project = _write(tmp_path / "swival.toml", 'provider = "vllm"\ncompaction_trigger = 3.0\n')
+    env["SWIVAL_MAX_TURNS"] = "abc"
+    with pytest.raises(ConfigError) as info:
+        load_settings({"tool_result_share": 7.0}, cwd=tmp_path, env=env)
+    lines = str(info.value).splitlines()
+    assert len(lines) == 6, lines
+    for expected in ("`max_turn`", "`quiet` must be true or false", f"{project}: `provider`",
+                     "`compaction_trigger`", "SWIVAL_MAX_TURNS", "option --tool-result-share"):
+        assert any(expected in line for line in lines), expected
+
+
+def test_unknown_key_message_needs_no_file_the_user_lacks(tmp_path: Path) -> None:
+    path = _write(tmp_path / "swival.toml", "wibble = 3\n")
+    with pytest.raises(ConfigError) as info:
+        read_toml(path)
+    text = str(info.value)
+    assert "Known keys: provider, base_url" in text and "swival --init-config stdout" in text
+    assert ".example" not in text and "docs/" not in text
+
+
+@pytest.mark.parametrize(("files", "cli", "expected"), [
+    ({"xdg/swival/config.toml": "json = true\n"}, {}, "json"),
+    ({"xdg/swival/config.toml": "json = true\n"}, {"output_format": "stream-json"},
+     "stream-json"),
+    ({"xdg/swival/config.toml": "json = true\n"}, {"json": False}, "text"),
+    ({"xdg/swival/config.toml": 'output_format = "stream-json"\n',
+      "swival.toml": "json = true\n"}, {}, "json"),
+    ({"swival.toml": 'json = true\noutput_format = "text"\n'}, {}, "text"),
+])
+def test_json_is_output_format_json_in_its_own_layer(
+        tmp_path: Path, env: dict[str, str], files: dict[str, str], cli: dict[str, Any],
+        expected: str) -> None:
+    for name, text in files.items():
+        _write(tmp_path / name, text)
+    settings = load_settings(cli, cwd=tmp_path, env=env)
+    assert settings.output_format == expected
+    assert settings.json is (expected == "json")
+
+
+def test_requested_format_is_read_past_broken_sources(tmp_path: Path,
+                                                      env: dict[str, str]) -> None:
+    from swival.config import requested_output_format
+
+    _write(tmp_path / "swival.toml", "json = true\nmax_turn = 3\nquiet = 1\n")
+    env["SWIVAL_MAX_TURNS"] = "abc"
+    assert requested_output_format({}, cwd=tmp_path, env=env) == "json"
+    assert requested_output_format({"output_format": "bogus"}, cwd=tmp_path, env=env) == "json"
+    _write(tmp_path / "swival.toml", "json = [\n")  # not TOML at all
+    assert requested_output_format({}, cwd=tmp_path, env=env) == "text"

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.scenarios import SCENARIOS, Scenario, workspace
 from swival.config import Settings
-from swival.events import Event, ModelCallStarted, Notice, TurnFinished
+from swival.events import Event, ModelCallStarted, Notice, ReplyRestarted, TurnFinished
 from swival.session import open_session
 from tests.countingserver import CountingServer
 from tests.fakeserver import text, tools
@@ -82,8 +82,8 @@ def test_silent_truncation_is_learned_from_the_first_cut_reply(tmp_path: Path) -
     assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
     assert 1 <= server.truncations <= 2
     assert server.without_marker <= 2
-    learned = [e for e in events if isinstance(e, Notice) and "4096 tokens" in e.text]
-    assert learned, "the user is told the server cut the prompt"
+    learned = [e for e in events if isinstance(e, ReplyRestarted) and "4096 tokens" in e.reason]
+    assert learned, "the user is told the server cut the prompt (and the reply is void)"
 
 
 def test_llamacpp_counts_exactly_before_the_first_request_and_near_the_gate(

@@ -15,10 +15,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "swival"
 LAYERS = {
     "messages": 0, "errors": 0, "redaction": 0, "looseness": 0,
     "config": 1, "prompts": 1, "state": 1,
-    "events": 2, "effects": 2, "trust": 2,
+    "events": 2, "effects": 2, "trust": 2, "starter": 2,
     "providers": 3, "tools": 3, "context": 3,
     "agent": 4, "mcp": 4,
-    "session": 5, "commands": 5, "render": 5, "doctor": 5,
+    "session": 5, "commands": 5, "render": 5, "doctor": 5, "records": 5,
     "repl": 6, "oneshot": 6,
     "cli": 7, "__main__": 8, "__init__": 0,
 }

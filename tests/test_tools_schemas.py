@@ -38,7 +38,7 @@ def test_read_only_flags() -> None:
 
 
 def test_schemas_fit_the_token_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    # tiktoken would download its encoding; litellm ships a copy (DESIGN §4, offline use).
+    # tiktoken would download its encoding; litellm ships a copy (Swival runs offline).
     spec = importlib.util.find_spec("litellm")
     assert spec and spec.submodule_search_locations
     cache = Path(spec.submodule_search_locations[0]) / "litellm_core_utils" / "tokenizers"

@@ -223,8 +223,8 @@ def cmd_mcp(agent: Agent, args: Sequence[str]) -> CommandReply:
     mcp = agent.config.tool_source
     if not isinstance(mcp, McpTools):
         return CommandReply("No MCP servers in this session: configure them as "
-                            "[mcp_servers.NAME] tables (see docs/configuration.md), and "
-                            "leave out --no-mcp.")
+                            "[mcp_servers.NAME] tables in a config file (swival "
+                            "--init-config stdout shows one), and leave out --no-mcp.")
     notes: list[str] = []
     if args[:1] == ["restart"]:
         notes = mcp.restart(args[1:])

@@ -131,6 +131,20 @@ def _server(settings: Settings) -> tuple[Server, str]:
     return Server(root, api_base, settings.api_key), api_base if kind == "generic" else root
 
 
+def shown_url(settings: Settings) -> str | None:
+    """The server URL the connection and its messages name for `settings` (as
+    `ProviderInfo.base_url` does once connected); None for a generic provider without a
+    URL. Never raises: a base URL that is not a URL is returned as given."""
+    if hosted_model(settings):
+        return "(hosted)"
+    if settings.base_url is None and settings.provider not in DEFAULT_URLS:
+        return None
+    try:
+        return _server(settings)[1]
+    except UsageError:
+        return settings.base_url
+
+
 def connect(settings: Settings, policy: RetryPolicy | None = None, *,
             switched: bool = False) -> Provider:
     """A ready provider for `settings`, with `.info` (model, window and their sources) filled.

@@ -1,0 +1,208 @@
+"""What scripts read: `--output-format stream-json` line by line, and one JSON object (or
+one `result` line) for every failure, through the installed `swival`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swival.events import Event
+from swival.records import EVENT_RECORDS
+from tests.e2e import run_swival, swival_command
+from tests.fakeserver import Reply, text, tool
+
+RESULT_FIELDS = {"answer", "exit_reason", "exit_code", "error", "turns", "tool_calls", "tokens",
+                 "compactions", "files_changed", "subagents", "provider", "base_url", "model",
+                 "window", "window_source", "session_id", "ignored_project_keys", "cost_usd"}
+PARTS = 5  # files read in the stream test: more than a 4K window holds
+
+
+def test_every_event_type_has_a_row_in_the_stream_table() -> None:
+    """A new event is streamed (or deliberately not) by adding its row to EVENT_RECORDS."""
+    assert set(typing.get_args(Event)) == set(EVENT_RECORDS)
+
+
+def model_with_a_story() -> Callable[[dict[str, Any]], Reply]:
+    """Five reads (compaction at 4K follows), a reply the connection drops (asked
+    again), a reply the output limit cuts (continued), then the end of the answer.
+    Recap requests (sent without tools) get a recap."""
+    story = [tool("read_file", file_path=f"part{i}.txt") for i in range(PARTS)] + [
+        Reply(text="The parts", mode="die"),
+        Reply(text="The parts", finish_reason="length"),
+        text(" are read.")]
+    calls: list[int] = []
+
+    def model(body: dict[str, Any]) -> Reply:
+        if not body.get("tools"):
+            return text("A recap of the parts read so far.")
+        calls.append(1)
+        return story[len(calls) - 1]
+    return model
+
+
+def test_stream_json_line_by_line(fake_server: Any, tmp_path: Path) -> None:
+    for i in range(PARTS):
+        (tmp_path / f"part{i}.txt").write_text(f"part {i} line\n" * 300)
+    server = fake_server(kind="llamacpp", window=4096).script(*[model_with_a_story()] * 12)
+    result = run_swival(server, tmp_path, "--output-format", "stream-json",
+                        "--max-output-tokens", "256", "-p", "read the parts")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    types = [line["type"] for line in lines]
+
+    start = lines[0]
+    assert start["type"] == "start" and start["model"] == "test-model"
+    assert start["window"] == 4096 and start["window_source"] == "llama.cpp /props n_ctx"
+    assert start["base_url"] == server.url and start["session_id"]
+    assert lines[1]["type"] == "notice" and "window" in lines[1]["text"]  # 4K is tight
+    calls = [i for i, kind in enumerate(types) if kind == "tool_call"]
+    assert [lines[i]["arguments"] for i in calls] == [
+        {"file_path": f"part{i}.txt"} for i in range(PARTS)]
+    for i in calls:  # each result right after its call
+        call, done = lines[i], lines[i + 1]
+        assert (done["type"], done["id"], done["name"]) == ("tool_result", call["id"],
+                                                            "read_file")
+        assert done["ok"] is True and done["summary"] == "300 of 300 lines"
+    compactions = [line for line in lines if line["type"] == "compaction"]
+    assert compactions and compactions[0]["tokens_after"] < compactions[0]["tokens_before"]
+    assert types.index("compaction") > types.index("tool_result")
+    retry = types.index("retry")
+    continuation = types.index("continuation")
+    assert retry < continuation and lines[continuation]["count"] == 1
+    assert lines[continuation]["limit"] <= 256
+    before = "".join(line["text"] for line in lines[:retry] if line["type"] == "text")
+    after = "".join(line["text"] for line in lines[retry:] if line["type"] == "text")
+    assert "The parts".startswith(before)  # the dropped reply, superseded by the retry
+    assert after.startswith("The parts") and after.endswith("are read.")
+
+    final = lines[-1]
+    assert types.count("result") == 1 and final["type"] == "result"
+    assert set(final) == RESULT_FIELDS | {"type"}
+    assert final["answer"] == after and final["exit_code"] == 0
+    assert final["tool_calls"] == PARTS and len(final["compactions"]) == len(compactions)
+
+
+def test_stream_json_lines_arrive_while_the_run_goes_on(fake_server: Any,
+                                                        tmp_path: Path) -> None:
+    """Each line is flushed when it happens: the `start` line is read long before the
+    slow reply ends (written into a pipe, unflushed lines would all come at exit)."""
+    server = fake_server(kind="llamacpp").script(Reply(text="a slow answer", chunk=3,
+                                                       delay=0.15))
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / ".xdg"), "NO_COLOR": "1"}
+    env.pop("PYTHONUNBUFFERED", None)  # as for a user: stdout into a pipe is buffered
+    proc = subprocess.Popen(
+        [*swival_command(), "--provider", "llamacpp", "--base-url", server.url,
+         "--output-format", "stream-json", "-p", "go"], cwd=tmp_path, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    arrived = [(json.loads(line)["type"], time.monotonic()) for line in proc.stdout]
+    assert proc.wait(timeout=60) == 0
+    assert arrived[0][0] == "start" and arrived[-1][0] == "result"
+    assert arrived[-1][1] - arrived[0][1] > 0.4  # ~0.9 s of streaming in between
+
+
+def test_output_format_overrides_json_from_the_config(fake_server: Any,
+                                                     tmp_path: Path) -> None:
+    (tmp_path / "swival.toml").write_text("json = true\n")
+    server = fake_server(kind="llamacpp").script(text("Streamed."))
+    streamed = run_swival(server, tmp_path, "--output-format", "stream-json", "-p", "hi")
+    lines = [json.loads(line) for line in streamed.stdout.splitlines()]
+    assert [lines[0]["type"], lines[-1]["type"]] == ["start", "result"]
+    assert lines[-1]["answer"] == "Streamed."
+
+
+def failure(result: subprocess.CompletedProcess[str], code: int) -> dict[str, Any]:
+    """The one JSON object a failed run printed, checked for the --json fields."""
+    assert result.returncode == code, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, result.stdout
+    report = json.loads(lines[0])
+    assert set(report) - {"type"} == RESULT_FIELDS
+    assert report["exit_code"] == code and report["exit_reason"] == "error"
+    assert report["answer"] == "" and report["turns"] == 0
+    return report
+
+
+FAILURES = {  # name -> (files, environment, arguments, stdin, what the error names)
+    "bad swival.toml": ({"swival.toml": 'max_turns = "many"\n'}, {}, ("--json", "-p", "hi"),
+                        None, "max_turns"),
+    "bad SWIVAL_ variable": ({}, {"SWIVAL_MAX_TURNS": "abc"}, ("--json", "-p", "hi"), None,
+                             "SWIVAL_MAX_TURNS"),
+    "empty stdin": ({}, {}, ("--json",), "  \n", "No task"),
+    "unknown flag": ({}, {}, ("--json", "--bogus", "-p", "hi"), None, "--bogus"),
+    "bad flag value": ({}, {}, ("--json", "--max-turns", "x", "-p", "hi"), None,
+                       "--max-turns"),
+    "json = true in the broken file": ({"swival.toml": "json = true\nmax_turn = 3\n"}, {},
+                                       ("-p", "hi"), None, "max_turns"),
+    "output_format in the global file": (
+        {".xdg/swival/config.toml": 'output_format = "json"\n'}, {"SWIVAL_QUIET": "maybe"},
+        ("-p", "hi"), None, "SWIVAL_QUIET"),
+}
+
+
+@pytest.mark.parametrize("case", FAILURES.values(), ids=FAILURES.keys())
+def test_config_and_usage_errors_print_one_object(tmp_path: Path, case: tuple[Any, ...]) -> None:
+    files, env, args, stdin, expected = case
+    for name, content in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(content)
+    popen = {"input": stdin} if stdin is not None else {}
+    result = run_swival(None, tmp_path, *args, env=env, **popen)
+    report = failure(result, 2)
+    assert expected in report["error"] and "type" not in report
+
+
+def test_stream_json_failure_is_one_result_line(tmp_path: Path) -> None:
+    (tmp_path / "swival.toml").write_text("compaction_trigger = 3.0\n")
+    result = run_swival(None, tmp_path, "--output-format", "stream-json", "-p", "hi")
+    report = failure(result, 2)
+    assert report["type"] == "result" and "compaction_trigger" in report["error"]
+
+
+def test_unreachable_server_object_names_the_resolved_url(tmp_path: Path) -> None:
+    result = run_swival(None, tmp_path, "--provider", "llamacpp", "--base-url",
+                        "127.0.0.1:9/v1", "--json", "-p", "hi")
+    report = failure(result, 3)
+    assert report["base_url"] == "http://127.0.0.1:9" and report["base_url"] in report["error"]
+    assert report["provider"] == "llamacpp"
+
+
+def test_text_errors_stay_text(tmp_path: Path) -> None:
+    result = run_swival(None, tmp_path, "--bogus", "-p", "hi")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "No such option: --bogus" in result.stderr
+
+
+def test_a_subagents_steps_are_streamed_inside_its_task_call(fake_server: Any,
+                                                             tmp_path: Path) -> None:
+    """A subagent's steps reach the stream through the task tool, not the agent's events:
+    they come between the parent's `task` call and its result."""
+    (tmp_path / "notes.txt").write_text("the answer is 42\n")
+
+    def model(body: dict[str, Any]) -> Reply:
+        parent = "task" in [t["function"]["name"] for t in body.get("tools") or []]
+        done = sum(1 for m in body["messages"] if m["role"] == "tool")
+        if parent:
+            return text("It is 42.") if done else tool(
+                "task", description="read the notes", prompt="What does notes.txt say?")
+        return text("notes.txt says 42.") if done else tool("read_file", file_path="notes.txt")
+
+    server = fake_server(kind="llamacpp", window=16384).script(*[model] * 4)
+    result = run_swival(server, tmp_path, "--output-format", "stream-json", "-p", "ask")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [(line["type"], line.get("name")) for line in lines]
+    call, done = kinds.index(("tool_call", "task")), kinds.index(("tool_result", "task"))
+    steps = [line for line in lines[call:done] if line["type"] == "subagent"]
+    assert steps and steps[0]["task"] == 1 and steps[0]["description"] == "read the notes"
+    read = next(step for step in steps if step.get("name") == "read_file")
+    assert read["ok"] is True and read["arguments"] == {"file_path": "notes.txt"}
+    assert lines[-1]["answer"] == "It is 42." and lines[-1]["subagents"]["tasks"] == 1
