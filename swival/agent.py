@@ -40,6 +40,7 @@ from swival.redaction import Redactor
 from swival.tools.base import ToolContext
 from swival.tools.mentions import attach
 from swival.tools.registry import ToolRegistry
+from swival.words import plural
 
 if TYPE_CHECKING:
     from swival.providers.factory import Connector
@@ -173,7 +174,7 @@ class Agent:
                 yield from self._run_tool(self._pending[0])
             yield from self.context.after_tool_batch(self._clock)
         yield self._finished(
-            f"Stopped after {self.config.max_turns} model calls without a final answer "
+            f"Stopped after {plural(self.config.max_turns, 'model call')} without a final answer "
             "(raise --max-turns to allow more).",
             "max_turns",
         )

@@ -159,7 +159,7 @@ def test_tool_calls_render_one_line_each_and_edits_show_a_diff(root: Path) -> No
     ])
     run = Run(make_session(root, provider))
     out = run(f"change the greeting\r{CTRL_D}")
-    assert "• read_file main.py — 1 of 1 lines" in out
+    assert "• read_file main.py — 1 line" in out
     assert "• edit_file main.py" in out
     assert "-print('hi')" in out and "+print('hello')" in out
     assert (root / "main.py").read_text() == "print('hello')\n"
@@ -172,10 +172,13 @@ def test_commands_are_asked_for_approval_in_ask_mode(root: Path) -> None:
         reply("done"),
     ])
     run = Run(make_session(root, provider, commands="ask"))
-    run(f"go\ry\rn\r{CTRL_D}")
+    out = run(f"go\ry\rn\r{CTRL_D}")
     results = [m.content for m in provider.requests[-1].messages if m.role == "tool"]
     assert "approved-once" in results[0]
     assert "refused" in results[1] and "declined" in results[1]
+    # The person reads what happened in their words; the model's instructions stay its own.
+    assert "✗ run_command echo refused — not run: you declined" in out
+    assert "Ask them" not in out
 
 
 def test_a_request_typed_before_warm_up_finishes_waits_for_it(root: Path) -> None:

@@ -20,6 +20,7 @@ from swival.tools.base import ToolContext, ToolError
 from swival.tools.list_files import ListFiles
 from swival.tools.read_file import ReadFile
 from swival.tools.workspace import display, resolve_read
+from swival.words import plural
 
 MENTION = re.compile(r"(?<![^\s(\[{\"'`])@([^\s@]+)")
 TRAILING = ".,;:!?)]}'\"`"
@@ -85,7 +86,7 @@ def _block(ctx: ToolContext, shown: str) -> tuple[str, Attachment]:
     if (ctx.root / shown).is_dir() or shown == ".":
         result = ListFiles().run({"path": shown}, ctx)
         kind, what = "directory", "listing"
-        summary = f"{result.meta.get('count', '?')} entries"
+        summary = plural(int(result.meta.get('count', 0)), 'entry', 'entries')
     else:
         result = ReadFile().run({"file_path": shown}, ctx)
         kind, what = "file", "content, numbered as read_file shows it"
