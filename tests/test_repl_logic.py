@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import threading
 import time
@@ -13,14 +14,17 @@ from pathlib import Path
 
 import pytest
 from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.data_structures import Size
 from prompt_toolkit.document import Document
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
+from prompt_toolkit.output.vt100 import Vt100_Output
 
 from swival.config import Settings
 from swival.errors import TransientProviderError
 from swival.providers.base import ChatRequest
 from swival.repl import Repl, ReplIO, SlashAndPathCompleter
+from swival.repl.approve import wrap_words
 from swival.session import Session, build_session
 from tests.e2e import gone, pids_of, unique_sleep
 from tests.scripted import ScriptedProvider, call, reply
@@ -179,6 +183,22 @@ def test_commands_are_asked_for_approval_in_ask_mode(root: Path) -> None:
     # The person reads what happened in their words; the model's instructions stay its own.
     assert "✗ run_command echo refused — not run: you declined" in out
     assert "Ask them" not in out
+
+
+def test_the_approval_prompt_wraps_between_words_at_a_narrow_width(root: Path) -> None:
+    provider = ScriptedProvider([call("run_command", command="pytest -q && git status"),
+                                 reply("done")])
+    screen, console = io.StringIO(), io.StringIO()
+    output = Vt100_Output(screen, lambda: Size(rows=24, columns=30), term="xterm")
+    session = make_session(root, provider, commands="ask")
+    with create_pipe_input() as pipe:
+        pipe.send_text(f"go\rn\r{CTRL_D}")
+        Repl(session, ReplIO(input=pipe, output=output, console_file=console, width=30,
+                             color=False, warm_up=lambda: None)).run()
+    drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue())
+    assert "[y]es once / [a]lways allow\r\npytest, git / [n]o:" in drawn
+    assert wrap_words("[y]es once / [a]lways allow pytest, git / [n]o: ", 30) == (
+        "[y]es once / [a]lways allow\npytest, git / [n]o: ")
 
 
 def test_a_request_typed_before_warm_up_finishes_waits_for_it(root: Path) -> None:

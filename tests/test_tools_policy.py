@@ -11,7 +11,7 @@ import pytest
 
 from swival.errors import ConfigError
 from swival.messages import ToolCall
-from swival.tools.approval import refusal_summary
+from swival.tools.approval import person_words
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
 from swival.tools.policy import CommandPolicy, Question, Workspace, parse_mode, resolve_mode
@@ -329,7 +329,7 @@ def test_all_allows_everything() -> None:
 def test_none_refuses_and_says_how_to_allow() -> None:
     reason = CommandPolicy("none").approve("ls")
     assert reason is not None
-    assert refusal_summary(reason) == "not run: commands are disabled (--commands)"
+    assert person_words(reason) == "not run: commands are disabled (--commands)"
     assert "--commands all" in reason and "--yolo" in reason and "--commands git,pytest" in reason
 
 
@@ -349,7 +349,7 @@ def test_ask_once_always_deny(ws: Workspace) -> None:
     assert policy.approve("head -1 x && git diff") is None  # not asked
     reason = policy.approve("rm -rf build")               # deny
     assert reason is not None and "declined" in reason
-    assert refusal_summary(reason) == "not run: you declined"  # what the person reads
+    assert person_words(reason) == "not run: you declined"  # what the person reads
     assert [(q.command, q.programs) for q in asked] == [
         ("pytest -q", ("pytest",)), ("pytest -x", ("pytest",)),
         ("git log | head", ("git", "head")), ("rm -rf build", ("rm",))]
@@ -358,9 +358,9 @@ def test_ask_once_always_deny(ws: Workspace) -> None:
 def test_ask_without_callback_refuses() -> None:
     reason = CommandPolicy("ask").approve("ls")
     assert reason is not None and "--commands all" in reason
-    assert refusal_summary(reason) == "not run: it needs approval and this run cannot ask"
+    assert person_words(reason) == "not run: it needs approval and this run cannot ask"
     found = CommandPolicy("git").approve("git log $(id)")
-    assert found is not None and refusal_summary(found).startswith("not run: it needs approval (")
+    assert found is not None and person_words(found).startswith("not run: it needs approval (")
 
 
 def test_describe() -> None:

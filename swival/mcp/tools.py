@@ -22,7 +22,7 @@ from swival.mcp.hub import Hub
 from swival.mcp.schema import TOOL_SUMMARY, first_sentence, parameters_of
 from swival.messages import ToolResult
 from swival.redaction import Redactor
-from swival.tools.approval import Approvals, Refusal, refusal_summary
+from swival.tools.approval import Approvals, Refusal, person_words
 from swival.tools.base import ToolContext, ToolSpec
 from swival.tools.registry import check_arguments
 from swival.tools.spilled import head_or_spill
@@ -56,7 +56,7 @@ class Access:
         if refusal is not None:
             return ToolResult(f"call refused: {refusal}", is_error=True,
                               meta={**meta, "refused": True,
-                                    "summary": refusal_summary(refusal)})
+                                    "summary": person_words(refusal)})
         try:
             result = self.hub.call(server, tool, arguments)
         except ServerDown as error:

@@ -32,9 +32,9 @@ class Refusal(str):
         return made
 
 
-def refusal_summary(reason: str) -> str:
-    """The person's words for a refusal: its `shown` text, or, for a plain reason, its
-    first sentence."""
+def person_words(reason: str) -> str:
+    """The person's words for a refusal (its `shown` text) or for a plain reason worded
+    for the model (its first sentence, where the model's instructions are not)."""
     if isinstance(reason, Refusal):
         return reason.shown
     first = reason.strip().split(". ", 1)[0].split("\n", 1)[0]

@@ -22,7 +22,7 @@ from itertools import chain
 from pathlib import Path
 
 from swival.redaction import MARKER_START, marker
-from swival.tools.approval import refusal_summary
+from swival.tools.approval import person_words
 from swival.tools.atomic import atomic_write
 from swival.tools.base import ToolContext, ToolError
 from swival.tools.output import looks_binary
@@ -169,7 +169,7 @@ def commit(ctx: ToolContext, path: Path, original: str | None, text: str) -> tup
     diff = capped_diff(redact(original or ""), redact(text), name)
     refusal = ctx.approve_edit(name, diff, original is None)
     if refusal:
-        raise ToolError(refusal, refusal_summary(refusal))
+        raise ToolError(refusal, person_words(refusal))
     if ctx.undo is not None:
         try:
             ctx.undo.keep(path, name)
