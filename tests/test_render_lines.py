@@ -277,3 +277,13 @@ def test_a_resumed_conversation_is_replayed_compactly() -> None:
     assert [line.rstrip() for line in buf.getvalue().splitlines()] == [
         "› remember the word pineapple", "  • read_file notes.txt", "  First answer.",
         "  It has", "  many", "  lines", "  …", "› and again? …", "  Second answer."]
+
+
+def test_a_notice_reads_whole_in_the_repl() -> None:
+    tv, buf, _ = view(width=60)
+    path = ".swival/out/20260101-s1/request-1.txt"
+    tv.handle(Notice(f"Your request was cut to 157 of 900 lines for the model; the whole text "
+                     f"is in {path}.", "warning"))
+    lines = buf.getvalue().splitlines()
+    assert all(len(line) <= 60 for line in lines)
+    assert any(line.strip().endswith(path + ".") for line in lines)  # never split mid-path
