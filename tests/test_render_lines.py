@@ -15,6 +15,7 @@ from swival.events import (
     Compacted,
     ModelCallStarted,
     Notice,
+    SubagentStep,
     ToolFinished,
     ToolStarted,
     TurnFinished,
@@ -142,6 +143,18 @@ def test_time_at_the_approval_prompt_is_not_the_tools_time() -> None:
         "kind": "command", "exit_code": 0}), 9.5))
     tv.close()
     assert "• run_command make — exit 0 · 0.5s" in buf.getvalue()
+
+
+def test_a_subagents_call_leaves_out_its_approval_time_too() -> None:
+    tv, buf, clock = view()
+    tv.handle(ToolStarted(ToolCall("t1", "task", {"description": "check the logs"})))
+    with tv.paused():
+        clock.now += 6.0
+    child = ToolCall("c1", "run_command", {"command": "make"})
+    tv.handle(SubagentStep(1, "check the logs", child, ToolResult("ok\n[exit code 0]", meta={
+        "kind": "command", "exit_code": 0}), 6.3))
+    tv.close()
+    assert "    • run_command make — exit 0 · 0.3s" in buf.getvalue()
 
 
 def test_an_interrupted_call_keeps_its_line() -> None:
