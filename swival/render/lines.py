@@ -23,6 +23,7 @@ from swival.words import plural
 KEY_ARGUMENTS = ("file_path", "path", "pattern", "command", "url", "action", "thought",
                  "description")
 TAIL_LINES = 3  # lines of a command's output shown under its tool line
+NOTICE_STYLES = {"info": "dim", "warning": "yellow", "error": "red"}
 OK_MARK, FAIL_MARK = "•", "✗"
 # Control characters other than tab and newline: in model or file text they could move the
 # cursor, retitle the window or worse, so they are shown as escapes instead.
@@ -181,8 +182,7 @@ def subagent_lines(event: SubagentStep, task: int, width: int | None,
         line = tool_line(event.call, event.result, took, max(20, (width or 10_000) - 4))
         lines.append(Text("    ").append_text(line))
     elif event.text:
-        style = {"info": "dim", "warning": "yellow", "error": "red"}[event.level]
-        lines.append(Text("    " + screen_text(event.text), style=style))
+        lines.append(Text("    " + screen_text(event.text), style=NOTICE_STYLES[event.level]))
     return lines
 
 

@@ -20,6 +20,7 @@ from swival.events import (
     TurnFinished,
 )
 from swival.render.lines import (
+    NOTICE_STYLES,
     checkpoint_line,
     compaction_line,
     failed,
@@ -28,8 +29,6 @@ from swival.render.lines import (
     subagent_lines,
     tool_words,
 )
-
-NOTICE_STYLES = {"info": "dim", "warning": "yellow", "error": "red"}
 
 
 def stderr_console() -> Console:

@@ -36,6 +36,7 @@ from swival.events import (
 )
 from swival.messages import Message, ToolCall, ToolResult
 from swival.render.lines import (
+    NOTICE_STYLES,
     checkpoint_line,
     command_tail,
     compaction_line,
@@ -55,7 +56,6 @@ DIFF_CAP_LINES = 400  # a diff shown for approval: all of it (the tools cap it a
 COMMAND_SPINNER_AFTER = 0.3  # a slash command shows its spinner once it takes this long
 NEXT_REQUEST = "preparing the next request"
 STYLES = {"info": "", "warning": "yellow", "error": "red", "dim": "dim"}
-NOTICE_STYLES = {"info": "dim", "warning": "yellow", "error": "red"}
 
 
 def make_console(file: IO[str] | None = None, *, width: int | None = None,
