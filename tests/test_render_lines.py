@@ -72,8 +72,12 @@ def test_a_cut_command_result_says_how_much_reached_the_model() -> None:
     meta = {"kind": "command", "exit_code": 0, "context_cut": CUT, "spill_path": SPILL}
     assert outcome(ToolResult("x\n[exit code 0]", meta=meta)) == (
         f"exit 0, cut to fit (90 of 290 lines reached the model); full text in {SPILL}")
-    assert "full output in .swival/out/c.txt" in outcome(ToolResult("x", meta={
-        "kind": "command", "exit_code": 0, "spill_path": ".swival/out/c.txt"}))
+    assert outcome(ToolResult("x", meta={"kind": "command", "exit_code": 0, "spill_path":
+                                        ".swival/out/c.txt"})) == (
+        "exit 0; full text in .swival/out/c.txt")  # the tool's own head-and-tail spill
+    assert outcome(ToolResult("x", meta={"kind": "file", "lines": 400, "shown": 400,
+                                        "spill_path": SPILL})) == (
+        f"cut to fit from 400 lines; full text in {SPILL}")  # cut, figures unknown
     assert line_of(call, ToolResult("x", meta={"kind": "command", "exit_code": 0})) \
         == "• run_command pytest — exit 0"
 

@@ -82,6 +82,8 @@ def _read_range(meta: Mapping[str, Any], got: int | None) -> str:
         shown = min(shown, got)
     if not isinstance(total, int):
         return plural(shown, "line")
+    if got is None and meta.get("spill_path"):  # cut, without the figures of the cut
+        return f"cut to fit from {plural(total, 'line')}"
     if offset <= 1:
         return plural(total, "line") if shown >= total else f"{shown} of {total} lines"
     return f"lines {offset}-{offset + max(shown, 1) - 1} of {total}"
@@ -97,7 +99,7 @@ def _spill_note(meta: Mapping[str, Any]) -> str:
             return f", cut to fit{where}"
         got, total = cut.get("kept_lines"), cut.get("total_lines")
         return f", cut to fit ({got} of {total} lines reached the model){where}"
-    return f"{where.replace('full text', 'full output')}" if path else ""
+    return where
 
 
 def outcome(result: ToolResult) -> str:
