@@ -185,6 +185,21 @@ def test_commands_are_asked_for_approval_in_ask_mode(root: Path) -> None:
     assert "Ask them" not in out
 
 
+@pytest.mark.parametrize(("share", "style"), [(0.5, "class:bottom-toolbar"),
+                                              (0.75, "class:bottom-toolbar.warn"),
+                                              (0.95, "class:bottom-toolbar.crit")])
+def test_the_toolbar_colours_the_context_share(root: Path, share: float, style: str) -> None:
+    with create_pipe_input() as pipe:
+        repl = Repl(make_session(root, ScriptedProvider()),
+                    ReplIO(input=pipe, output=DummyOutput(), console_file=io.StringIO(),
+                           warm_up=lambda: None))
+        repl.status.context_tokens = int(share * repl.status.budget)
+        pieces = dict((text, cls) for cls, text in repl.toolbar())
+    ctx = next(text for text in pieces if text.startswith("ctx "))
+    assert pieces[ctx] == style
+    assert "scripted-model" in pieces and "window 8192 [scripted]" in pieces
+
+
 def test_the_approval_prompt_wraps_between_words_at_a_narrow_width(root: Path) -> None:
     provider = ScriptedProvider([call("run_command", command="pytest -q && git status"),
                                  reply("done")])
