@@ -226,3 +226,23 @@ def test_toolbar_spinner_and_type_ahead(project: Path) -> None:
         child.expect_exact("small-coder · window 4096 [")  # the toolbar follows
         child.sendcontrol("d")
         child.expect(pexpect.EOF)
+
+
+def test_keys_typed_before_an_approval_question_cannot_answer_it(server: object,
+                                                                  project: Path) -> None:
+    server.script(fakeserver.Reply(tool_calls=[("run_command", {"command": "touch made"})],
+                                   mode="hang", hang=1.0),
+                  fakeserver.Reply(text="Left it alone."))
+    child = spawn(server, project, "--commands", "ask")
+    ask(child, "make the file")
+    child.expect(SPINNER)
+    child.send("y\r")  # typed ahead while the model thinks: not an answer to what comes
+    child.expect_exact("Run `touch made`?")
+    child.expect_exact("[n]o:")
+    child.send("n\r")
+    child.expect_exact("✗ run_command touch made — not run: you declined")
+    child.expect_exact("Left it alone.")
+    child.expect_exact(PROMPT)
+    assert not (project / "made").exists()
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
