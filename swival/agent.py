@@ -43,6 +43,7 @@ from swival.tools.base import SubagentTotals, ToolContext
 from swival.tools.mentions import attach
 from swival.tools.registry import ToolRegistry
 from swival.tools.undo import Undone, UndoRefused
+from swival.words import plural
 
 if TYPE_CHECKING:
     from swival.providers.factory import Connector
@@ -177,7 +178,7 @@ class Agent:
                 yield from self._run_tool(self._pending[0])
             yield from self.context.after_tool_batch(self._clock)
         yield self._finished(
-            f"Stopped after {self.config.max_turns} model calls without a final answer "
+            f"Stopped after {plural(self.config.max_turns, 'model call')} without a final answer "
             "(raise --max-turns to allow more).",
             "max_turns",
         )
@@ -262,6 +263,10 @@ class Agent:
     def project_root(self) -> Path:
         """The workspace the session works in (where its files and .swival/ are)."""
         return self.tool_ctx.root
+
+    def listen(self, sink: Callable[[Event], None]) -> None:
+        """Send the steps of a subagent (a task call) to `sink` while the call runs."""
+        self.tool_ctx.on_event = sink
 
     def describe_sandbox(self) -> str:
         """How commands run, in one line for people (e.g. the start-up line)."""

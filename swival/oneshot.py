@@ -109,7 +109,7 @@ def run_oneshot(session: Session, task: str) -> int:
     _announce(session, lines)
     tally = Tally()
     hear = _listener(tally, printer, lines)
-    session.agent.tool_ctx.on_event = hear  # a subagent's steps, while a task call runs
+    session.agent.listen(hear)  # a subagent's steps, while a task call runs
     error: SwivalError | None = None
     signal_code: int | None = None
     agent = session.agent
@@ -155,7 +155,7 @@ def _announce(session: Session, lines: JsonLines | None) -> None:
     info = session.provider.info
     if not (settings.quiet or settings.output_format != "text"):
         err.print(f"[dim]swival · {info.provider} {info.base_url} · {info.model} · window "
-                  f"{info.window.describe()} · {session.agent.tool_ctx.sandbox.describe()}"
+                  f"{info.window.describe()} · {session.agent.describe_sandbox()}"
                   "[/dim]", soft_wrap=True)
     if lines is not None:
         lines.write({"type": "start", "provider": info.provider, "base_url": info.base_url,
@@ -220,7 +220,7 @@ def _report(session: Session, tally: Tally, code: int, error: SwivalError | None
 
 def _subagents(session: Session) -> dict[str, Any]:
     """The task calls' children, counted apart from `tokens` (the parent's own calls)."""
-    totals = session.agent.tool_ctx.subagents
+    totals = session.agent.subagent_totals
     return {"tasks": totals.tasks, "failed": totals.failed,
             "tokens": {"prompt": totals.prompt_tokens,
                        "completion": totals.completion_tokens}}

@@ -197,6 +197,22 @@ def test_unknown_commands_get_a_suggestion(root: Path) -> None:
     assert result.text == "Unknown command /restor. Did you mean /restore? Type /help for the list."
     assert suggest("xyzzy") is None
     assert suggest("ses") == "sessions"
+    assert suggest("foo") is None  # not "todo": only close spellings are suggested
+    assert (suggest("hlep"), suggest("comapct"), suggest("qiut")) == ("help", "compact", "quit")
+    assert dispatch("/foo", session.agent).text == "Unknown command /foo. Type /help for the list."
+
+
+def test_help_names_the_other_spellings_of_a_command(root: Path) -> None:
+    rows = dict(dispatch("/help", make_session(root, ScriptedProvider()).agent).rows)
+    assert "/exit (or /quit, /q)" in rows and "/help (or /?)" in rows
+
+
+def test_a_second_save_says_it_replaces_the_first(root: Path) -> None:
+    session = make_session(root, ScriptedProvider())
+    first = dispatch("/save before", session.agent).text
+    second = dispatch("/save after", session.agent).text
+    assert "replaces" not in first
+    assert second.startswith("Checkpoint 'after' saved. It replaces the checkpoint 'before'.")
 
 
 @pytest.mark.parametrize(("line", "expected"), [

@@ -86,6 +86,8 @@ def test_dirty_scope_needs_force(session: Session) -> None:
     session.call("write_file", file_path="notes.txt", content="x\n")
     refused = session.call("snapshot", action="restore", summary=SUMMARY)
     assert refused.is_error and "force=true" in refused.content
+    assert refused.meta["summary"] == ("not collapsed: write_file changed things since the "
+                                       "checkpoint; the model must confirm with force")
     forced = session.call("snapshot", action="restore", summary=SUMMARY, force=True)
     assert not forced.is_error
     assert chat_problem(session.engine.history, pending_ok=False) is None

@@ -127,6 +127,17 @@ def test_refusals_say_what_to_do() -> None:
     assert "summary" in snapshot.for_model(snapshot.Refused("no summary"))
 
 
+def test_the_person_reads_outcomes_in_their_own_words() -> None:
+    dirty = snapshot.for_person(snapshot.Refused("dirty", ("edit_file",), "in this request"))
+    assert dirty == ("not collapsed: edit_file changed things in this request; the model must "
+                     "confirm with force")
+    assert "force=true" not in dirty
+    assert snapshot.for_person(snapshot.Saved("probe", True, "old")) == (
+        "checkpoint 'probe' saved, replacing 'old'")
+    assert snapshot.for_person(snapshot.Status("x", True, 1, (), False)) == (
+        "checkpoint 'x', 1 message since")
+
+
 # ----- collapse ----------------------------------------------------------------------------
 
 def test_collapse_keeps_the_inflight_call_and_stays_valid() -> None:

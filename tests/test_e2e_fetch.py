@@ -68,8 +68,8 @@ def test_one_shot_without_naming_the_server_refuses_and_says_how(
     assert refusal.startswith("fetch refused: 127.0.0.1 is a loopback address")
     assert f"--fetch 127.0.0.1:{web.port}" in refusal
     assert "SECRET" not in request_text(server.requests[-1]) and web.paths == []
-    assert f"fetch_url {web.url('/secret')} — fetch refused: 127.0.0.1 is a loopback" \
-        in result.stderr
+    assert (f"✗ fetch_url {web.url('/secret')} — not fetched: 127.0.0.1 is a loopback address "
+            f"(--fetch 127.0.0.1:{web.port} allows it)") in result.stderr
     notice = "Fetch: every public host may be fetched without asking (--yolo)."
     assert (notice in result.stderr) == ("--yolo" in flags)
 

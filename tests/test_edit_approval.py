@@ -80,6 +80,7 @@ def test_no_leaves_the_file_unchanged_and_tells_the_model(tmp_path: Path) -> Non
     ctx = make_ctx(tmp_path, Person("deny", "deny"))
     result = edit(ctx, "keep.py", "keep", "gone")
     assert result.is_error and "declined" in result.content and "unchanged" in result.content
+    assert result.meta["summary"] == "not changed: you declined"
     assert (tmp_path / "keep.py").read_text() == "keep\n"
     assert write(ctx, "new.py", "x").is_error and not (tmp_path / "new.py").exists()
 
@@ -88,6 +89,8 @@ def test_with_nobody_to_ask_every_edit_is_refused(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, None)
     result = write(ctx, "x.py", "x")
     assert result.is_error and "--edits ask" in result.content
+    assert result.meta["summary"] == ("not changed: edits need approval (--edits ask) and this "
+                                      "run cannot ask")
     assert "nobody is here to approve" in result.content and not (tmp_path / "x.py").exists()
 
 
@@ -128,7 +131,9 @@ def test_one_shot_without_a_terminal_refuses_edits_it_would_ask_about(
         assert not (tmp_path / "new.py").exists()
         told = server.requests[1]["messages"][-1]["content"]
         assert "--edits ask" in told and "nobody is here to approve" in told
-        assert "new.py was left unchanged" in done.stderr  # the progress line says it
+        # The progress line says it in the person's words.
+        assert ("✗ write_file new.py — not changed: edits need approval (--edits ask) and "
+                "this run cannot ask") in done.stderr
 
         server.script(Reply(tool_calls=(("write_file", {"file_path": "new.py",
                                                         "content": "y = 2\n"}),)),

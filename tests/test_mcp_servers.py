@@ -225,6 +225,7 @@ def test_calls_need_approval_unless_yolo_or_trusted(shared: Hub, tmp_path: Path)
     access = Access(shared, Approvals(confirm=confirm))
     denied = run(access, tmp_path, "add", a=1, b=2)
     assert denied.is_error and "declined" in denied.content and denied.meta["refused"]
+    assert denied.meta["summary"] == "not called: you declined"
     assert asked[0] == ('Call MCP tool add of server basic with {"a":1,"b":2}',
                         ("basic/add", "server basic"))
     assert run(access, tmp_path, "add", a=1, b=2).content == "3"  # once

@@ -78,6 +78,9 @@ def test_the_same_path_twice_is_attached_once_and_binary_files_are_refused(
     assert [a.shown for a in out.attached] == ["src/app.py"]
     assert out.blocks.count("--- @src/app.py") == 1
     assert len(out.problems) == 1 and "binary" in out.problems[0]
+    # The person reads why, not the advice meant for the model.
+    assert out.problems[0] == ("@blob.bin was not attached: blob.bin is a binary file (or not "
+                               "UTF-8 text) and cannot be shown.")
 
 
 def test_through_the_session_the_model_gets_the_block_and_may_edit_at_once(

@@ -75,7 +75,7 @@ def test_status_follows_the_events_of_a_turn() -> None:
     s.update(TurnFinished("ok", "done", 2, 1, Usage(12_345, 678)))
     text = " · ".join(t for _, t in s.parts())
     assert "last turn 12.3k in/678 out" in text
-    assert "1 compactions" in text
+    assert "1 compaction" in text and "1 compactions" not in text
 
 
 def test_unknown_window_is_shown_as_unknown_with_the_assumed_budget() -> None:
@@ -105,7 +105,7 @@ def test_turn_view_prints_the_final_answer_once_as_markdown() -> None:
     assert out.count("Title") == 1
     assert "**" not in out  # rendered, not raw markdown
     assert "Some bold text" in out
-    assert "1 model calls · 0 tool calls · 100 in / 9 out" in out
+    assert "1 model call · 0 tool calls · 100 in / 9 out" in out
 
 
 def test_narration_before_a_tool_call_is_kept_and_each_call_gets_one_line() -> None:
@@ -120,7 +120,7 @@ def test_narration_before_a_tool_call_is_kept_and_each_call_gets_one_line() -> N
     view.close()
     lines = [line.rstrip() for line in buf.getvalue().splitlines()]
     assert "Let me look." in lines
-    assert "• read_file src/app.py — 40 of 40 lines" in lines
+    assert "• read_file src/app.py — 40 lines" in lines
 
 
 def test_errors_are_marked_and_red() -> None:
@@ -186,7 +186,7 @@ def test_spinner_shows_elapsed_time_until_the_first_token() -> None:
     clock = FakeClock()
     con, buf = console()
     view = TurnView(con, status(), clock=clock)
-    view._waiting_since = clock.now  # as ModelCallStarted sets it, without a live thread
+    view.handle(ModelCallStarted(100, 10_000))
     clock.now += 2.5
     con.print(view.live_body())
     assert "thinking · 2.5s" in buf.getvalue()
@@ -194,6 +194,7 @@ def test_spinner_shows_elapsed_time_until_the_first_token() -> None:
     buf.truncate(0)
     con.print(view.live_body())
     assert "thinking" not in buf.getvalue() and "first words" in buf.getvalue()
+    view.close()
 
 
 def test_spinner_shows_preparation_then_thinking() -> None:
@@ -239,7 +240,7 @@ def test_running_tool_shows_its_key_argument_and_elapsed_time() -> None:
     clock = FakeClock()
     con, buf = console()
     view = TurnView(con, status(), clock=clock)
-    view._tool = (ToolCall("c1", "run_command", {"command": "sleep 100"}), clock.now)
+    view.handle(ToolStarted(ToolCall("c1", "run_command", {"command": "sleep 100"})))
     clock.now += 12
     con.print(view.live_body())
     assert "run_command sleep 100 · 12s" in buf.getvalue()
@@ -263,7 +264,7 @@ def test_max_turns_answer_is_shown_in_red() -> None:
 
 
 def test_key_argument_prefers_paths_and_shortens() -> None:
-    assert key_argument(ToolCall("1", "grep", {"pattern": "a" * 100}), limit=20) == "a" * 17 + "..."
+    assert key_argument(ToolCall("1", "x", {"path": "a" * 100}), limit=20) == "a" * 19 + "…"
     assert key_argument(ToolCall("1", "x", {"other": 1})) == ""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import threading
 import time
@@ -13,14 +14,17 @@ from pathlib import Path
 
 import pytest
 from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.data_structures import Size
 from prompt_toolkit.document import Document
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
+from prompt_toolkit.output.vt100 import Vt100_Output
 
 from swival.config import Settings
 from swival.errors import TransientProviderError
 from swival.providers.base import ChatRequest
 from swival.repl import Repl, ReplIO, SlashAndPathCompleter
+from swival.repl.approve import wrap_words
 from swival.session import Session, build_session
 from tests.e2e import gone, pids_of, unique_sleep
 from tests.scripted import ScriptedProvider, call, reply
@@ -159,7 +163,7 @@ def test_tool_calls_render_one_line_each_and_edits_show_a_diff(root: Path) -> No
     ])
     run = Run(make_session(root, provider))
     out = run(f"change the greeting\r{CTRL_D}")
-    assert "• read_file main.py — 1 of 1 lines" in out
+    assert "• read_file main.py — 1 line" in out
     assert "• edit_file main.py" in out
     assert "-print('hi')" in out and "+print('hello')" in out
     assert (root / "main.py").read_text() == "print('hello')\n"
@@ -172,10 +176,44 @@ def test_commands_are_asked_for_approval_in_ask_mode(root: Path) -> None:
         reply("done"),
     ])
     run = Run(make_session(root, provider, commands="ask"))
-    run(f"go\ry\rn\r{CTRL_D}")
+    out = run(f"go\ry\rn\r{CTRL_D}")
     results = [m.content for m in provider.requests[-1].messages if m.role == "tool"]
     assert "approved-once" in results[0]
     assert "refused" in results[1] and "declined" in results[1]
+    # The person reads what happened in their words; the model's instructions stay its own.
+    assert "✗ run_command echo refused — not run: you declined" in out
+    assert "Ask them" not in out
+
+
+@pytest.mark.parametrize(("share", "style"), [(0.5, "class:bottom-toolbar"),
+                                              (0.75, "class:bottom-toolbar.warn"),
+                                              (0.95, "class:bottom-toolbar.crit")])
+def test_the_toolbar_colours_the_context_share(root: Path, share: float, style: str) -> None:
+    with create_pipe_input() as pipe:
+        repl = Repl(make_session(root, ScriptedProvider()),
+                    ReplIO(input=pipe, output=DummyOutput(), console_file=io.StringIO(),
+                           warm_up=lambda: None))
+        repl.status.context_tokens = int(share * repl.status.budget)
+        pieces = dict((text, cls) for cls, text in repl.toolbar())
+    ctx = next(text for text in pieces if text.startswith("ctx "))
+    assert pieces[ctx] == style
+    assert "scripted-model" in pieces and "window 8192 [scripted]" in pieces
+
+
+def test_the_approval_prompt_wraps_between_words_at_a_narrow_width(root: Path) -> None:
+    provider = ScriptedProvider([call("run_command", command="pytest -q && git status"),
+                                 reply("done")])
+    screen, console = io.StringIO(), io.StringIO()
+    output = Vt100_Output(screen, lambda: Size(rows=24, columns=30), term="xterm")
+    session = make_session(root, provider, commands="ask")
+    with create_pipe_input() as pipe:
+        pipe.send_text(f"go\rn\r{CTRL_D}")
+        Repl(session, ReplIO(input=pipe, output=output, console_file=console, width=30,
+                             color=False, warm_up=lambda: None)).run()
+    drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue())
+    assert "[y]es once / [a]lways allow\r\npytest, git / [n]o:" in drawn
+    assert wrap_words("[y]es once / [a]lways allow pytest, git / [n]o: ", 30) == (
+        "[y]es once / [a]lways allow\npytest, git / [n]o: ")
 
 
 def test_a_request_typed_before_warm_up_finishes_waits_for_it(root: Path) -> None:

@@ -1,11 +1,15 @@
 """The installed `swival` in a real pseudo-terminal (pexpect) against the loopback fake
 server: a request and its answer, every slash command, Ctrl-C during a long-running
-command (its process is gone afterwards), /exit, and resuming the session."""
+command (its process is gone afterwards, its line stays), /exit, resuming the session
+(the last exchanges replayed), the toolbar at the idle prompt, the spinner turning while
+a reply is awaited, keys typed during a turn kept out of the output, and live progress
+while a slash command waits on the model."""
 
 from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import sys
 import time
@@ -19,6 +23,7 @@ fakeserver = pytest.importorskip("tests.fakeserver")
 from tests.e2e import gone, pids_of, unique_sleep  # noqa: E402
 
 PROMPT = "›"  # the space after it is drawn as a cursor move
+SPINNER = re.compile("([⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏])(?:\x1b\\[[0-9;]*m)* thinking · ")
 SWIVAL = shutil.which("swival")
 pytestmark = [
     pytest.mark.skipif(SWIVAL is None, reason="install first: pip install -e . --no-deps"),
@@ -39,14 +44,16 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def spawn(server: object, project: Path, *extra: str) -> object:
+def spawn(server: object, project: Path, *extra: str, kind: str = "llamacpp") -> object:
     env = {**os.environ, "HOME": str(project), "XDG_CONFIG_HOME": str(project / ".config"),
            "NO_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-    child = pexpect.spawn(SWIVAL, ["--provider", "llamacpp", "--base-url", server.url,
+    child = pexpect.spawn(SWIVAL, ["--provider", kind, "--base-url", server.url,
                                    "--commands", "all", *extra],
                           cwd=str(project), env=env, encoding="utf-8", dimensions=(40, 120),
                           timeout=30)
     child.logfile_read = sys.stdout if os.environ.get("SWIVAL_PTY_LOG") else None
+    child.expect_exact("Ctrl-D to quit.")  # the banner's last line (a replay holds "›" too)
+    child.banner = child.before
     child.expect_exact(PROMPT)
     return child
 
@@ -84,14 +91,17 @@ def test_request_commands_and_exit(server: object, project: Path) -> None:
     child.expect_exact("Checkpoint 'probe' saved")
     child.expect_exact(PROMPT)
     server.script(fakeserver.Reply(text="Paris is the capital."),
-                  fakeserver.Reply(text="Summary: the user asked about Paris."))
+                  fakeserver.Reply(text="Summary: the user asked about Paris.", mode="hang",
+                                   hang=1.0))
     ask(child, "and the capital of France?")
     child.expect_exact("Paris is the capital.")
     child.expect_exact(PROMPT)
     ask(child, "/restore")
-    child.expect_exact("Collapsed")
-    child.expect_exact("Snapshot restore:")
+    child.expect_exact("/restore · ")  # the recap takes a second: a spinner says so
+    child.expect_exact("Collapsed 2 messages into a summary written by the model, which "
+                       "stays pinned: ")
     child.expect_exact(PROMPT)
+    assert "Snapshot restore" not in child.before  # one line, not two
     assert not server.requests[-1].get("tools"), "the summary request offers no tools"
 
     ask(child, "/clear")
@@ -117,6 +127,7 @@ def test_ctrl_c_kills_a_long_command_and_keeps_the_session(server: object,
         time.sleep(0.1)
     time.sleep(0.3)
     child.sendcontrol("c")
+    child.expect_exact(f"✗ run_command {command} — interrupted after ")  # the line stays
     child.expect_exact("Interrupted")
     child.expect_exact(PROMPT)
     assert gone(sleeper)
@@ -141,7 +152,9 @@ def test_continue_resumes_the_last_session(server: object, project: Path) -> Non
     child.expect(pexpect.EOF)
 
     child = spawn(server, project, "--continue")
-    assert "Resumed session" in child.before  # the banner, printed before the prompt
+    banner = child.banner  # printed before the prompt: where the session left off
+    assert "Resumed session" in banner
+    assert banner.index("› remember the word pineapple") < banner.index("  First answer.")
     server.script(fakeserver.Reply(text="Second answer."))
     ask(child, "what was the word?")
     child.expect_exact("Second answer.")
@@ -186,3 +199,50 @@ def test_secrets_never_reach_the_screen_or_the_history_file(
     assert (project / "deploy.env").read_text() == f"OPENROUTER_API_KEY={key}\nregion=us\n"
     history = (project / ".swival" / "history").read_text()
     assert "the key is [redacted:OPENROUTER_API_KEY]" in history and key not in history
+
+
+def test_toolbar_spinner_and_type_ahead(project: Path) -> None:
+    with fakeserver.FakeServer(kind="lmstudio", window=16_384,
+                               others={"small-coder": 4096}) as server:
+        child = spawn(server, project, kind="lmstudio")
+        # The bottom toolbar, at the idle prompt: model, real window and source, context.
+        child.expect_exact("test-model · window 16384 [LM Studio loaded context length "
+                           "(/api/v1/models)] · ctx ")
+        server.script(fakeserver.Reply(text="The slow answer.", mode="hang", hang=1.5))
+        ask(child, "take your time")
+        child.expect(SPINNER)
+        glyphs = {child.match.group(1)}
+        child.send("zzz")  # typed while the model works
+        child.expect_exact("The slow answer.")
+        glyphs.update(SPINNER.findall(child.before))
+        assert len(glyphs) >= 3, glyphs  # the glyph turns
+        assert "zzz" not in child.before  # not echoed into the output
+        child.expect_exact(PROMPT)
+        child.expect_exact("zzz")  # kept for the next prompt
+        child.sendcontrol("u")
+        ask(child, "/model small-coder")
+        child.expect_exact("small-coder")
+        child.expect_exact(PROMPT)
+        child.expect_exact("small-coder · window 4096 [")  # the toolbar follows
+        child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+
+
+def test_keys_typed_before_an_approval_question_cannot_answer_it(server: object,
+                                                                  project: Path) -> None:
+    server.script(fakeserver.Reply(tool_calls=[("run_command", {"command": "touch made"})],
+                                   mode="hang", hang=1.0),
+                  fakeserver.Reply(text="Left it alone."))
+    child = spawn(server, project, "--commands", "ask")
+    ask(child, "make the file")
+    child.expect(SPINNER)
+    child.send("y\r")  # typed ahead while the model thinks: not an answer to what comes
+    child.expect_exact("Run `touch made`?")
+    child.expect_exact("[n]o:")
+    child.send("n\r")
+    child.expect_exact("✗ run_command touch made — not run: you declined")
+    child.expect_exact("Left it alone.")
+    child.expect_exact(PROMPT)
+    assert not (project / "made").exists()
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)

@@ -83,7 +83,8 @@ def test_the_parent_pays_for_the_line_not_the_file(fake_server: Any, tmp_path: P
     assert (tmp_path / named).is_file()
     shown = done.stderr
     assert "  ↳ subagent 1: find the error code" in shown
-    assert "    • read_file big.log" in shown and "    • grep big.log — 1 matches" in shown
+    assert "    • read_file big.log" in shown
+    assert '    • grep "ERROR_CODE" in big.log — 1 match\n' in shown
     assert shown.index("↳ subagent 1") < shown.index("• task find the error code")
 
 

@@ -288,6 +288,7 @@ def test_a_redirect_to_another_host_is_asked_about_again(tmp_path: Path,
     result = fetch(ctx, "http://docs.test/redirect?to=http://other.test/article")
     assert [scope for _, scope in asked] == ["docs.test", "other.test"]
     assert result.is_error and "declined" in result.content
+    assert result.meta["summary"] == "not fetched: you declined"
     assert web.paths == ["/redirect?to=http://other.test/article"]
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from swival.errors import ConfigError
 from swival.messages import ToolCall
+from swival.tools.approval import person_words
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
 from swival.tools.policy import CommandPolicy, Question, Workspace, parse_mode, resolve_mode
@@ -389,6 +390,7 @@ def test_all_allows_everything() -> None:
 def test_none_refuses_and_says_how_to_allow() -> None:
     reason = CommandPolicy("none").approve("ls")
     assert reason is not None
+    assert person_words(reason) == "not run: commands are disabled (--commands)"
     assert "--commands all" in reason and "--yolo" in reason and "--commands git,pytest" in reason
 
 
@@ -408,6 +410,7 @@ def test_ask_once_always_deny(ws: Workspace) -> None:
     assert policy.approve("head -1 x && git diff") is None  # not asked
     reason = policy.approve("rm -rf build")               # deny
     assert reason is not None and "declined" in reason
+    assert person_words(reason) == "not run: you declined"  # what the person reads
     assert [(q.command, q.programs) for q in asked] == [
         ("pytest -q", ("pytest",)), ("pytest -x", ("pytest",)),
         ("git log | head", ("git", "head")), ("rm -rf build", ("rm",))]
@@ -416,6 +419,9 @@ def test_ask_once_always_deny(ws: Workspace) -> None:
 def test_ask_without_callback_refuses() -> None:
     reason = CommandPolicy("ask").approve("ls")
     assert reason is not None and "--commands all" in reason
+    assert person_words(reason) == "not run: it needs approval and this run cannot ask"
+    found = CommandPolicy("git").approve("git log $(id)")
+    assert found is not None and person_words(found).startswith("not run: it needs approval (")
 
 
 def test_describe() -> None:
@@ -475,6 +481,7 @@ def test_policy_wired_into_run_command(tmp_path: Path) -> None:
     registry = ToolRegistry(core_tools())
     refused = registry.run(ToolCall("1", "run_command", {"command": "touch x"}), ctx)
     assert refused.is_error and refused.content.startswith("command refused: `touch`")
+    assert refused.meta["summary"] == "not run: `touch` is not allowed (--commands ls)"
     assert not (tmp_path / "x").exists()
     for i, command in enumerate(["ls;(touch x)", "ls > /dev/null;>x", "ls > ../x"]):
         result = registry.run(ToolCall(str(i), "run_command", {"command": command}), ctx)

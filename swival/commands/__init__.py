@@ -38,7 +38,7 @@ __all__ = ["COMMANDS", "Command", "CommandReply", "dispatch", "is_command", "sug
 
 
 def cmd_help(agent: Agent, args: Sequence[str]) -> CommandReply:
-    rows = tuple((c.usage, c.help) for c in COMMANDS)
+    rows = tuple((c.usage + _aliases(c.name), c.help) for c in COMMANDS)
     keys = "\n".join((
         "Keys:",
         "  Enter                      send",
@@ -48,9 +48,15 @@ def cmd_help(agent: Agent, args: Sequence[str]) -> CommandReply:
         "                             paths (after @ too)",
         "  @path in a request         attach that file or directory",
         "  Ctrl-C                     cancel the running turn, or clear the line",
-        "  Ctrl-D, /exit              leave",
+        "  Ctrl-D, /exit, /quit       leave",
     ))
     return CommandReply("Commands:", headers=("command", "what it does"), rows=rows, footer=keys)
+
+
+def _aliases(name: str) -> str:
+    """" (or /quit, /q)" for a command with other names, else ""."""
+    others = [f"/{alias}" for alias, target in ALIASES.items() if target == name]
+    return f" (or {', '.join(others)})" if others else ""
 
 
 def cmd_exit(agent: Agent, args: Sequence[str]) -> CommandReply:
@@ -86,6 +92,9 @@ COMMANDS: tuple[Command, ...] = (
 )
 COMMANDS_BY_NAME = {c.name: c for c in COMMANDS}
 ALIASES = {"quit": "exit", "q": "exit", "?": "help"}
+# difflib's similarity a suggestion needs: "contxt", "hlep", "comapct" reach it; "foo" is
+# not taken for "todo" (0.57).
+SUGGEST_CUTOFF = 0.7
 
 
 def is_command(line: str) -> bool:
@@ -95,12 +104,13 @@ def is_command(line: str) -> bool:
 
 
 def suggest(name: str) -> str | None:
-    """The command meant by a mistyped name: a unique prefix, else the closest spelling."""
-    names = [c.name for c in COMMANDS]
+    """The command meant by a mistyped name: a unique prefix, else a close spelling (one
+    or two letters off, swapped or missing), else None."""
+    names = [c.name for c in COMMANDS] + list(ALIASES)
     prefixed = [n for n in names if n.startswith(name)] if name else []
     if len(prefixed) == 1:
         return prefixed[0]
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=SUGGEST_CUTOFF)
     return close[0] if close else None
 
 

@@ -12,6 +12,7 @@ from swival.context.snapshot import Restored
 from swival.events import Compacted
 from swival.providers.factory import spent
 from swival.providers.pricemap import PRICE_SOURCE
+from swival.words import plural
 
 USER_TURN = 0  # compactions asked for by the user are not tied to a model turn
 
@@ -22,15 +23,19 @@ BREAKDOWN_LABELS = {
 
 
 def compaction_text(event: Compacted) -> str:
-    saved = event.tokens_before - event.tokens_after
     what = {0: "Snapshot restore", 4: "Emergency drop"}.get(event.level, f"Level {event.level}")
+    note = f" {event.note}" if event.note else ""
+    return f"{what}: {_figures(event)}.{note}"
+
+
+def _figures(event: Compacted) -> str:
+    """"1400 → 900 tokens (saved 500; ...)": what a compaction did to the prompt."""
+    saved = event.tokens_before - event.tokens_after
     outcome = (f"saved {saved}" if saved >= 0 else
                f"{-saved} more: the pinned summary outweighs the little it replaced")
     again = (f"; the server computes {event.reprocessed} cached tokens again"
              if event.reprocessed else "")
-    note = f" {event.note}" if event.note else ""
-    return (f"{what}: {event.tokens_before} → {event.tokens_after} tokens "
-            f"({outcome}{again}).{note}")
+    return f"{event.tokens_before} → {event.tokens_after} tokens ({outcome}{again})"
 
 
 def cmd_compact(agent: Agent, args: Sequence[str]) -> CommandReply:
@@ -78,9 +83,9 @@ def cmd_restore(agent: Agent, args: Sequence[str]) -> CommandReply:
         return flags
     outcome = agent.context.restore(force="--force" in flags, turn=USER_TURN)
     if isinstance(outcome, Restored):
-        return CommandReply(f"Collapsed {outcome.collapsed} messages into a summary written by "
-                            f"the model; it stays pinned.\n{compaction_text(outcome.event)}",
-                            events=(outcome.event,))
+        return CommandReply(f"Collapsed {plural(outcome.collapsed, 'message')} into a summary "
+                            f"written by the model, which stays pinned: "
+                            f"{_figures(outcome.event)}.", events=(outcome.event,))
     if outcome.why == "dirty":
         return CommandReply(
             f"Files or commands changed things {outcome.since} ({', '.join(outcome.changes)}); "

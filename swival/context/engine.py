@@ -357,7 +357,7 @@ class ContextEngine:
         is_error = isinstance(outcome, Refused) and outcome.why != "empty"
         events = [outcome.event] if isinstance(outcome, Restored) else []
         return ToolResult(snapshot.for_model(outcome), is_error=is_error,
-                          meta={"kind": "summary"}), events
+                          meta={"kind": "summary", "summary": snapshot.for_person(outcome)}), events
 
     def save(self, label: str | None) -> snapshot.Saved:
         """/save: a checkpoint after the current turn."""

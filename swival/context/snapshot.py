@@ -19,6 +19,7 @@ from typing import Literal
 
 from swival.context.history import History
 from swival.events import Compacted
+from swival.words import plural
 
 SUMMARY_MIN_CHARS = 20
 
@@ -159,3 +160,31 @@ def _refusal_text(refused: Refused) -> str:
     if refused.why == "no summarizer":
         return "No summarizer is available, so the summary cannot be written."
     return "The model could not write a summary; nothing was collapsed."
+
+
+PERSON_REFUSALS = {
+    "no summary": "not collapsed: the call gave no summary",
+    "empty": "nothing to collapse",
+    "no summarizer": "not collapsed: no summarizer is available",
+    "summary failed": "not collapsed: the summary could not be written",
+}
+
+
+def for_person(outcome: Outcome) -> str:
+    """A few words on the snapshot call's outcome for the person watching (the screen
+    shows the tokens a restore saved from its Compacted event)."""
+    if isinstance(outcome, Saved):
+        replaced = f", replacing {_name(outcome.previous)}" if outcome.replaced else ""
+        return f"checkpoint {_name(outcome.label)} saved{replaced}"
+    if isinstance(outcome, Cancelled):
+        return (f"checkpoint {_name(outcome.label)} cancelled" if outcome.existed
+                else "no checkpoint to cancel")
+    if isinstance(outcome, Status):
+        where = f"checkpoint {_name(outcome.label)}" if outcome.checkpoint else "no checkpoint"
+        return f"{where}, {plural(outcome.messages_since, 'message')} since"
+    if isinstance(outcome, Refused):
+        if outcome.why == "dirty":
+            return (f"not collapsed: {', '.join(outcome.changes)} changed things "
+                    f"{outcome.since}; the model must confirm with force")
+        return PERSON_REFUSALS.get(outcome.why, "not collapsed")
+    return f"collapsed {plural(outcome.collapsed, 'message')} into the model's summary"

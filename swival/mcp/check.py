@@ -10,6 +10,7 @@ from swival.mcp.hub import Hub
 from swival.mcp.spec import ServerSpec
 from swival.mcp.tools import gateway_schemas
 from swival.redaction import Redactor
+from swival.words import plural
 
 
 def doctor_lines(specs: Sequence[ServerSpec], count: Count, base: int,
@@ -34,7 +35,7 @@ def doctor_lines(specs: Sequence[ServerSpec], count: Count, base: int,
             entries: list[Entry] = entries_for(conn.tools, taken)
             servers[name] = entries
             lines.append(redactor.redact(
-                f"  {name:<15}ready: {len(entries)} tools, "
+                f"  {name:<15}ready: {plural(len(entries), 'tool')}, "
                 f"{count([e.full for e in entries])} schema tokens [{where}]"))
     finally:
         hub.close()

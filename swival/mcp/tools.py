@@ -22,10 +22,11 @@ from swival.mcp.hub import Hub
 from swival.mcp.schema import TOOL_SUMMARY, first_sentence, parameters_of
 from swival.messages import ToolResult
 from swival.redaction import Redactor
-from swival.tools.approval import Approvals
+from swival.tools.approval import Approvals, Refusal, person_words
 from swival.tools.base import ToolContext, ToolSpec
 from swival.tools.registry import check_arguments
 from swival.tools.spilled import head_or_spill
+from swival.words import plural
 
 INLINE_CHARS = 20_000
 ARGUMENTS_SHOWN = 300  # characters of the arguments shown when asking
@@ -54,11 +55,13 @@ class Access:
         refusal = self._refusal(server, tool, arguments)
         if refusal is not None:
             return ToolResult(f"call refused: {refusal}", is_error=True,
-                              meta={**meta, "refused": True})
+                              meta={**meta, "refused": True,
+                                    "summary": person_words(refusal)})
         try:
             result = self.hub.call(server, tool, arguments)
         except ServerDown as error:
-            return ToolResult(self._down(server, str(error)), is_error=True, meta=meta)
+            return ToolResult(self._down(server, str(error)), is_error=True, meta={
+                **meta, "summary": f"MCP server {server} is down (/mcp restart {server})"})
         except CallTimeout:
             timeout = self.hub.specs[server].call_timeout
             return ToolResult(
@@ -74,7 +77,7 @@ class Access:
                               is_error=True, meta=meta)
         shown, saved = head_or_spill(text, INLINE_CHARS, ctx, f"mcp-{server}", "result")
         lines = shown.count("\n") + 1
-        summary = (shown.splitlines() or [""])[0][:40] if lines == 1 else f"{lines} lines"
+        summary = (shown.splitlines() or [""])[0][:40] if lines == 1 else plural(lines, "line")
         return ToolResult(shown, meta={**meta, **saved, "summary": summary})
 
     def _refusal(self, server: str, tool: str, arguments: Mapping[str, Any]) -> str | None:
@@ -87,10 +90,12 @@ class Access:
         answer = self.approvals.ask("mcp", f"Call MCP tool {tool} of server {server} with "
                                     f"{shown}", f"{server}/{tool}", f"server {server}")
         if answer is None:
-            return (f"MCP tools need the user's approval and nobody is there to give it; "
-                    f"to allow {server}'s tools, {HOW_TO_ALLOW}. Continue without it.")
+            return Refusal(f"MCP tools need the user's approval and nobody is there to give "
+                           f"it; to allow {server}'s tools, {HOW_TO_ALLOW}. Continue without "
+                           "it.", "not called: MCP tools need approval and this run cannot ask")
         if answer == "deny":
-            return "the user declined this call. Ask them, or continue without it."
+            return Refusal("the user declined this call. Ask them, or continue without it.",
+                           "not called: you declined")
         return None
 
     def _down(self, server: str, why: str) -> str:
@@ -174,10 +179,10 @@ class McpList:
             lines = [f"{e.tool.name}: {first_sentence(e.tool.description, TOOL_SUMMARY)}"
                      for e in entries]
             note = f" {PLAN_MODE_NOTE}" if self._plan_mode else ""
-            return ToolResult(f"{len(entries)} tools of {args['server']} (call one with "
-                              "mcp_call; ask for one tool's arguments with mcp_list tool=NAME)"
-                              f":{note}\n" + "\n".join(lines),
-                              meta={"summary": f"{len(lines)} tools"})
+            return ToolResult(f"{plural(len(entries), 'tool')} of {args['server']} (call one "
+                              "with mcp_call; ask for one tool's arguments with mcp_list "
+                              f"tool=NAME):{note}\n" + "\n".join(lines),
+                              meta={"summary": plural(len(lines), "tool")})
         entry = find(entries, name, self._plan_mode)
         if isinstance(entry, str):
             return ToolResult(entry, is_error=True)

@@ -18,6 +18,27 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Answer = Literal["once", "always", "deny"]
+
+
+class Refusal(str):
+    """Why a tool may not act: the string itself is worded for the model (what happened
+    and what to do next); `shown` says it to the person in a few words."""
+
+    shown: str
+
+    def __new__(cls, text: str, shown: str) -> Refusal:
+        made = super().__new__(cls, text)
+        made.shown = shown
+        return made
+
+
+def person_words(reason: str) -> str:
+    """The person's words for a refusal (its `shown` text) or for a plain reason worded
+    for the model (its first sentence, where the model's instructions are not)."""
+    if isinstance(reason, Refusal):
+        return reason.shown
+    first = reason.strip().split(". ", 1)[0].split("\n", 1)[0]
+    return first.rstrip(".")
 # (action, scopes, detail) -> "once", "deny", or the member of `scopes` to allow always
 Confirm = Callable[[str, tuple[str, ...], str], str]
 
@@ -67,10 +88,14 @@ class EditPolicy:
         action = f"{'Create' if new else 'Change'} {name}"
         answer = self.approvals.ask("edit", action, name, EVERY_FILE, detail=diff)
         if answer is None:
-            return (f"{name} was left unchanged: this session asks the user before each "
-                    "file edit (--edits ask) and nobody is here to approve it. Tell the user "
-                    "the change you would make; they can run again with --edits auto.")
+            return Refusal(f"{name} was left unchanged: this session asks the user before "
+                           "each file edit (--edits ask) and nobody is here to approve it. "
+                           "Tell the user the change you would make; they can run again "
+                           "with --edits auto.",
+                           "not changed: edits need approval (--edits ask) and this run "
+                           "cannot ask")
         if answer == "deny":
-            return (f"the user declined this change to {name}; the file was left unchanged. "
-                    "Ask them what they want instead, or continue without it.")
+            return Refusal(f"the user declined this change to {name}; the file was left "
+                           "unchanged. Ask them what they want instead, or continue without "
+                           "it.", "not changed: you declined")
         return None

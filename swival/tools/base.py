@@ -18,7 +18,12 @@ from swival.tools.undo import UndoJournal
 
 class ToolError(Exception):
     """A failure the model should read and act on; the registry turns it into
-    `ToolResult(is_error=True)`."""
+    `ToolResult(is_error=True)`, with `summary` (a few words for the person, when the
+    message is worded for the model only) as its `meta["summary"]`."""
+
+    def __init__(self, message: str, summary: str | None = None) -> None:
+        super().__init__(message)
+        self.summary = summary
 
 
 @dataclass(frozen=True)

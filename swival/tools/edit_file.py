@@ -14,11 +14,11 @@ from swival.tools.files import (
     check_regular,
     commit,
     count_text_lines,
-    plural,
     read_text,
     write_back,
 )
 from swival.tools.workspace import display, resolve_write
+from swival.words import plural
 
 MAX_LINES_LISTED = 10
 HINT_SECONDS = 2.0

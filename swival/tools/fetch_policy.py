@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from swival.errors import ConfigError
-from swival.tools.approval import Approvals
+from swival.tools.approval import Approvals, Refusal
 
 KEYWORDS = ("ask", "all", "none")
 NAME = re.compile(r"^[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?$")
@@ -210,17 +210,20 @@ class FetchPolicy:
         if self.yolo or self.mode == "all":
             return None
         if self.mode == "none":
-            return f"fetching URLs is disabled in this session; to allow it, {HOW_TO_ALLOW}."
+            return Refusal(f"fetching URLs is disabled in this session; to allow it, "
+                           f"{HOW_TO_ALLOW}.", "not fetched: fetching is disabled (--fetch)")
         answer = self.approvals.ask("fetch", f"Fetch {url}", _where(host, port)
                                     if port not in (80, 443) else host)
         if answer is None:
             listed = ", ".join(map(str, self.entries)) or "none"
-            return (f"{host} is not among the hosts this session may fetch (allowed: "
-                    f"{listed}) and nobody is there to approve it; to allow it, the user "
-                    f"can restart with --fetch {host} (or --fetch all, or --yolo). Continue "
-                    "without it or tell the user what you need.")
+            return Refusal(f"{host} is not among the hosts this session may fetch (allowed: "
+                           f"{listed}) and nobody is there to approve it; to allow it, the "
+                           f"user can restart with --fetch {host} (or --fetch all, or --yolo). "
+                           "Continue without it or tell the user what you need.",
+                           f"not fetched: {host} is not allowed (--fetch {host} allows it)")
         if answer == "deny":
-            return "the user declined this fetch. Ask them, or continue without it."
+            return Refusal("the user declined this fetch. Ask them, or continue without it.",
+                           "not fetched: you declined")
         return None
 
     def check_addresses(self, host: str, port: int, addresses: list[str]) -> str | None:
@@ -236,6 +239,8 @@ class FetchPolicy:
         return None
 
     def _private(self, host: str, port: int, what: str) -> str:
-        return (f"{what}. Loopback, private and link-local addresses are reached only "
-                f"when the user names them: restart with --fetch {_where(host, port)} (config "
-                "key `fetch`). Do not retry with another spelling of the address.")
+        where = _where(host, port)
+        return Refusal(f"{what}. Loopback, private and link-local addresses are reached only "
+                       f"when the user names them: restart with --fetch {where} (config "
+                       "key `fetch`). Do not retry with another spelling of the address.",
+                       f"not fetched: {what} (--fetch {where} allows it)")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from swival.messages import ToolResult
+from swival.tools.approval import Refusal, person_words
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.fetch_policy import normalize_host
 from swival.tools.spilled import head_or_spill
@@ -82,7 +83,7 @@ class FetchUrl:
         try:
             fetched = self._fetch(url, ctx)
         except FetchRefused as refusal:
-            meta["refused"] = True
+            meta["refused"], meta["summary"] = True, person_words(refusal.args[0])
             return ToolResult(f"fetch refused: {refusal}", is_error=True, meta=meta)
         except FetchFailed as failure:
             return ToolResult(f"fetch failed: {failure}", is_error=True, meta=meta)
@@ -159,11 +160,11 @@ def _follow(client: httpx.Client, url: str, policy: Any,
         via = f" (reached through a redirect from {hops[-1]})" if hops else ""
         refusal = policy.approve(str(target), host, port)
         if refusal:
-            raise FetchRefused(f"{refusal}{via}")
+            raise FetchRefused(Refusal(f"{refusal}{via}", person_words(refusal)))
         try:
             response = client.send(request, stream=True)
         except FetchRefused as exc:  # an address the name resolved to
-            raise FetchRefused(f"{exc}{via}") from None
+            raise FetchRefused(Refusal(f"{exc}{via}", person_words(exc.args[0]))) from None
         if response.next_request is None:
             return response, hops
         response.close()

@@ -22,6 +22,7 @@ from itertools import chain
 from pathlib import Path
 
 from swival.redaction import MARKER_START, marker
+from swival.tools.approval import person_words
 from swival.tools.atomic import atomic_write
 from swival.tools.base import ToolContext, ToolError
 from swival.tools.output import looks_binary
@@ -144,9 +145,6 @@ def _cut(lines: Iterable[str], cap: int) -> str:
     return "".join(out)
 
 
-def plural(count: int, noun: str) -> str:
-    """"1 line", "2 lines"."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def count_text_lines(text: str) -> int:
@@ -171,7 +169,7 @@ def commit(ctx: ToolContext, path: Path, original: str | None, text: str) -> tup
     diff = capped_diff(redact(original or ""), redact(text), name)
     refusal = ctx.approve_edit(name, diff, original is None)
     if refusal:
-        raise ToolError(refusal)
+        raise ToolError(refusal, person_words(refusal))
     if ctx.undo is not None:
         try:
             ctx.undo.keep(path, name)

@@ -16,10 +16,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from swival.tools.approval import person_words
 from swival.tools.base import ToolContext, ToolError
 from swival.tools.list_files import ListFiles
 from swival.tools.read_file import ReadFile
 from swival.tools.workspace import display, resolve_read
+from swival.words import plural
 
 MENTION = re.compile(r"(?<![^\s(\[{\"'`])@([^\s@]+)")
 TRAILING = ".,;:!?)]}'\"`"
@@ -57,6 +59,11 @@ def _candidates(word: str) -> list[str]:
     return out
 
 
+def _why(error: ToolError) -> str:
+    """A tool's error in the person's words (its summary, or its first sentence)."""
+    return (error.summary or person_words(str(error))) + "."
+
+
 def _looks_like_path(word: str) -> bool:
     return "/" in word or "." in word.strip(".")
 
@@ -68,7 +75,7 @@ def _find(ctx: ToolContext, word: str) -> tuple[str | None, str | None]:
         try:
             path = resolve_read(ctx, candidate)
         except ToolError as exc:
-            refusal = refusal or f"@{candidate} was not attached: {exc}"
+            refusal = refusal or f"@{candidate} was not attached: {_why(exc)}"
             continue
         if path.exists():
             return display(ctx, path), None
@@ -85,7 +92,7 @@ def _block(ctx: ToolContext, shown: str) -> tuple[str, Attachment]:
     if (ctx.root / shown).is_dir() or shown == ".":
         result = ListFiles().run({"path": shown}, ctx)
         kind, what = "directory", "listing"
-        summary = f"{result.meta.get('count', '?')} entries"
+        summary = plural(int(result.meta.get('count', 0)), 'entry', 'entries')
     else:
         result = ReadFile().run({"file_path": shown}, ctx)
         kind, what = "file", "content, numbered as read_file shows it"
@@ -113,7 +120,7 @@ def attach(text: str, ctx: ToolContext) -> Mentions:
         try:
             block, attachment = _block(ctx, shown)
         except ToolError as exc:
-            problems.append(f"@{shown} was not attached: {exc}")
+            problems.append(f"@{shown} was not attached: {_why(exc)}")
             continue
         blocks.append(block)
         attached.append(attachment)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swival.errors import ConfigError
+from swival.tools.approval import Refusal
 from swival.tools.base import ToolContext
 from swival.tools.program_rules import risk
 from swival.tools.program_writes import git_subcommand, makes_links, written_files
@@ -162,7 +163,8 @@ class CommandPolicy:
         if self.mode == "all":
             return None
         if self.mode == "none":
-            return f"running commands is disabled in this session; to allow it, {HOW_TO_ALLOW}."
+            return Refusal(f"running commands is disabled in this session; to allow it, "
+                           f"{HOW_TO_ALLOW}.", "not run: commands are disabled (--commands)")
         unlisted, found = self.review(command)
         if not unlisted and not found:
             return None
@@ -250,7 +252,8 @@ class CommandPolicy:
 
     def _ask(self, command: str, unlisted: list[str], found: list[Finding]) -> str | None:
         if self.ask is None:
-            return f"no one is available to approve commands; {HOW_TO_ALLOW}."
+            return Refusal(f"no one is available to approve commands; {HOW_TO_ALLOW}.",
+                           "not run: it needs approval and this run cannot ask")
         by_path = [p for p in unlisted if "/" in p]
         what = [f.what for f in found] + [f"`{p}`, a program named by its path" for p in by_path]
         programs = tuple(p for p in unlisted if "/" not in p)
@@ -260,7 +263,8 @@ class CommandPolicy:
             return None
         if answer == "once":
             return None
-        return "the user declined to run it. Ask them, or continue without running it."
+        return Refusal("the user declined to run it. Ask them, or continue without running "
+                       "it.", "not run: you declined")
 
 
 def _joins(script: Script) -> list[str]:
@@ -329,9 +333,11 @@ def _refusal(unlisted: list[str], found: list[Finding], allowed: str) -> str:
     """The reason sent to the model when no one can approve: what was found, what to do."""
     if found:
         named = "; ".join(f.what for f in found[:3])
-        return (f"this command needs a person's approval for {named}, and no one can give "
-                f"it in this run; {found[0].instead}.")
+        return Refusal(f"this command needs a person's approval for {named}, and no one "
+                       f"can give it in this run; {found[0].instead}.",
+                       f"not run: it needs approval ({found[0].what}) and this run cannot ask")
     names = ", ".join(f"`{p}`" for p in unlisted)
     verb = "is" if len(unlisted) == 1 else "are"
-    return (f"{names} {verb} not in the allowed programs ({allowed.replace(',', ', ')}); "
-            "use only those programs.")
+    listed = allowed.replace(",", ", ")
+    return Refusal(f"{names} {verb} not in the allowed programs ({listed}); use only those "
+                   "programs.", f"not run: {names} {verb} not allowed (--commands {allowed})")

@@ -124,7 +124,8 @@ class ToolRegistry:
         try:
             result = tool.run(call.arguments, ctx)
         except ToolError as exc:
-            return ToolResult(f"error: {exc}", is_error=True)
+            meta = {"summary": exc.summary} if exc.summary else {}
+            return ToolResult(f"error: {exc}", is_error=True, meta=meta)
         except Exception as exc:  # a bug in a tool must not end the session
             return ToolResult(
                 f"error: {call.name} failed unexpectedly: {type(exc).__name__}: {exc}",

@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 
 from swival.messages import ToolResult
 from swival.state import spill_stream
+from swival.tools.approval import person_words
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.output import make_preview, strip_ansi
 from swival.tools.process import Outcome, run_in_group, shell
@@ -53,7 +54,7 @@ class RunCommand:
         meta: dict[str, Any] = {"kind": "command", "command": command}
         reason = ctx.sandbox.refusal() or ctx.approve(command)
         if reason is not None:
-            meta["refused"] = True
+            meta["refused"], meta["summary"] = True, person_words(reason)
             return ToolResult(f"command refused: {reason}", is_error=True, meta=meta)
         with tempfile.TemporaryFile() as out:
             try:

@@ -12,11 +12,11 @@ from swival.tools.files import (
     check_regular,
     commit,
     count_text_lines,
-    plural,
     read_text,
     write_back,
 )
 from swival.tools.workspace import display, resolve_write
+from swival.words import plural
 
 
 class WriteFile:

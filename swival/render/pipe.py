@@ -1,0 +1,85 @@
+"""One-shot progress on stderr: a line per tool call, compaction and notice.
+
+When stderr is not a terminal (a pipe, a CI log, a file) nothing is wrapped or cut: a
+diagnostic is one whole line however long, so it can be searched and read back.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from swival.events import (
+    Checkpointed,
+    Compacted,
+    Event,
+    Notice,
+    ReplyRestarted,
+    SubagentStep,
+    ToolFinished,
+    TurnFinished,
+)
+from swival.render.lines import (
+    NOTICE_STYLES,
+    checkpoint_line,
+    compaction_line,
+    failed,
+    key_argument,
+    screen_text,
+    subagent_lines,
+    tool_words,
+)
+
+
+def stderr_console() -> Console:
+    """Diagnostics go to stderr; rich honours NO_COLOR and the terminal width itself.
+    Without a terminal, lines are never wrapped or cut."""
+    console = Console(stderr=True, highlight=False)
+    console.soft_wrap = not console.is_terminal
+    return console
+
+
+class ProgressPrinter:
+    """One-shot progress on stderr: one line per tool call (a cross marks failures),
+    compactions and notices; `quiet` keeps only errors."""
+
+    def __init__(self, console: Console, *, quiet: bool = False) -> None:
+        self.console = console
+        self.quiet = quiet
+        self._task = 0  # the task whose subagent steps were shown last
+
+    def _say(self, text: str, style: str) -> None:
+        self.console.print(Text(text, style=style))
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, Notice) and event.level == "error":
+            self._say(screen_text(event.text), "red")
+        if self.quiet:
+            return
+        if isinstance(event, ToolFinished):
+            mark, name, said, _ = tool_words(event.call, event.result, 0.0)
+            key = key_argument(event.call, limit=None if self.console.soft_wrap else 60)
+            self._say(f"{mark} {name} {key} — {said}",
+                      "red" if failed(event.result) else "dim")
+        elif isinstance(event, Compacted):
+            self._say(compaction_line(event), "yellow")
+            if event.note:
+                self._say(screen_text(event.note), "yellow")
+        elif isinstance(event, Checkpointed):
+            self._say(checkpoint_line(event), "dim")
+        elif isinstance(event, Notice) and event.level != "error":
+            self._say(screen_text(event.text), NOTICE_STYLES[event.level])
+        elif isinstance(event, ReplyRestarted):
+            self._say(screen_text(event.reason), "yellow")
+        elif isinstance(event, TurnFinished) and event.reason == "max_turns":
+            self._say(screen_text(event.answer), "red")
+        elif isinstance(event, SubagentStep):
+            self.subagent(event)
+
+    def subagent(self, event: SubagentStep) -> None:
+        """A subagent's step, indented under the task it runs for."""
+        width = None if self.console.soft_wrap else self.console.width
+        for line in subagent_lines(event, self._task, width):
+            line.no_wrap = False
+            self.console.print(line)
+        self._task = event.task
