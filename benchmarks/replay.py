@@ -1,24 +1,26 @@
 """Replay recorded agent runs, and the two scripted sessions, through the real agent at
 8K, 16K and 32K.
 
-    python benchmarks/replay.py DIR [--windows 8192,16384,32768] [--write-docs]
+    python benchmarks/replay.py [DIR] [--windows 8192,16384,32768] [--write-docs]
 
 DIR holds the recorded runs (`manifest.json` and one JSONL file per run, in the
-neutral format of the shared trajectory set); without it, $SWIVAL_TRAJECTORIES. Each
-run is replayed by `Agent.run_turn` with Swival's real system prompt, tool schemas,
-tool registry and context engine; the model is benchmarks/replay_model.py, which
-answers every request with the next recorded assistant message and stages the
+neutral trajectory format); by default benchmarks/trajectories, the 36 runs kept in
+the repository (see its README.md). Without recorded runs only the scripted sessions
+run. Each run is replayed by `Agent.run_turn` with Swival's real system prompt, tool
+schemas, tool registry and context engine; the model is benchmarks/replay_model.py,
+which answers every request with the next recorded assistant message and stages the
 recorded outputs so that the real tools produce them. The scripted sessions of
 benchmarks/scenarios.py run the same way over their generated project. What is
-measured is in benchmarks/replay_measure.py. `--write-docs` puts both tables into
-docs/benchmarks.md.
+measured is in benchmarks/replay_measure.py. Every run works in its own folder under
+a scratch directory made for this invocation and removed after it; nothing the model
+sees names that directory, so the figures do not depend on where it is. `--write-docs`
+puts the tables and the check against issue 12's goals into docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import statistics
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from replay_measure import Meter, Run, build_agent, header, p95, row, text_of  # noqa: E402
+from replay_compare import compare  # noqa: E402
+from replay_goals import goals  # noqa: E402
+from replay_measure import Meter, Run, Variant, build_agent, header, p95, row, text_of  # noqa: E402
 from replay_model import Recorded, ReplayModel, ScriptModel  # noqa: E402
 from scenarios import SCENARIOS, Scenario, workspace  # noqa: E402
 
@@ -42,12 +47,28 @@ from swival.events import Compacted  # noqa: E402
 from swival.messages import Message, ToolCall, ToolResult  # noqa: E402
 
 WINDOWS = (8192, 16384, 32768)
-ENV = "SWIVAL_TRAJECTORIES"
-SCRATCH = Path(tempfile.gettempdir()) / "swival-replay"  # fixed, so every figure repeats
+RECORDED = Path(__file__).resolve().parent / "trajectories"
 KEYS = ("task", "paths", "error")
+RunData = tuple[dict[str, Any], list[dict[str, Any]]]  # a run's manifest entry, messages
 
 
-def load(directory: Path) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+@dataclass(frozen=True)
+class Bench:
+    """What every run shares: this invocation's scratch directory (each run works in a
+    fresh folder of it), the counter the meters use, and how the engine decides."""
+
+    scratch: Path
+    counter: TokenCounter
+    variant: Variant = Variant()
+
+    def fresh(self, *parts: str) -> Path:
+        folder = self.scratch.joinpath(*parts)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        return folder
+
+
+def load(directory: Path) -> list[RunData]:
     manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
     out = []
     for entry in manifest["trajectories"]:
@@ -93,20 +114,13 @@ def survival(entry: dict[str, Any], final: Sequence[Message]) -> dict[str, bool]
     return out
 
 
-def _fresh(*parts: str) -> Path:
-    root = SCRATCH.joinpath(*parts)
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
-    return root
-
-
 def replay_one(entry: dict[str, Any], messages: list[dict[str, Any]], window: int,
-               counter: TokenCounter) -> Run:
+               bench: Bench) -> Run:
     """One recorded run through the agent at `window`."""
-    root = _fresh(entry["id"], str(window))
-    meter = Meter(counter, window)
+    root = bench.fresh(entry["id"], str(window))
+    meter = Meter(bench.counter, window)
     model = ReplayModel(window, meter.tokens, root=root)
-    agent, engine = build_agent(root, window, model, counter)
+    agent, engine = build_agent(root, window, model, bench.variant)
     run = Run()
     for text, turns in requests_of(messages):
         model.start(turns)
@@ -120,15 +134,15 @@ def replay_one(entry: dict[str, Any], messages: list[dict[str, Any]], window: in
     return run
 
 
-def scenario_run(scenario: Scenario, window: int, counter: TokenCounter) -> Run:
+def scenario_run(scenario: Scenario, window: int, bench: Bench) -> Run:
     """One scripted session through the agent at `window`, over its generated project."""
-    root = _fresh("scenario-" + scenario.name, str(window))
+    root = bench.fresh("scenario-" + scenario.name, str(window))
     workspace(root)
-    meter = Meter(counter, window)
+    meter = Meter(bench.counter, window)
     replies = [Message("assistant", s.say, tool_calls=(ToolCall(f"s{n}", s.tool, s.args),))
                for n, s in enumerate(scenario.steps)] + [Message("assistant", scenario.answer)]
     model = ScriptModel(window, meter.tokens, replies=replies)
-    agent, engine = build_agent(root, window, model, counter)
+    agent, engine = build_agent(root, window, model, bench.variant)
     run = Run()
     run.levels.update(e.level for e in agent.run_turn(scenario.task)
                       if isinstance(e, Compacted))
@@ -141,15 +155,15 @@ def scenario_run(scenario: Scenario, window: int, counter: TokenCounter) -> Run:
     return run
 
 
-def full_history_timing(counter: TokenCounter, trials: int = 30) -> list[float]:
-    """ms of the engine call that compacts a full 32K history: a history of file reads,
-    command runs (some failing) and edits, filled to just under the trigger, then one
-    more result; `trials` times, each history a little different."""
+def full_history_timing(bench: Bench, trials: int = 30) -> list[tuple[float, float]]:
+    """(wall, CPU) ms of the engine call that compacts a full 32K history: a history of
+    file reads, command runs (some failing) and edits, filled until the engine
+    compacts; `trials` times, each history a little different."""
     times = []
     for trial in range(trials):
-        root = _fresh("full-32k", str(trial))
+        root = bench.fresh("full-32k", str(trial))
         model = ScriptModel(32768, lambda request: 0)
-        _, engine = build_agent(root, 32768, model, counter)
+        _, engine = build_agent(root, 32768, model)
         engine.add_user(f"make the parser accept empty input ({trial})")
         n = 0
         while not engine.compacting_ms:
@@ -183,59 +197,81 @@ def _full_step(engine: Any, n: int, trial: int) -> None:
     engine.prepare(n)
 
 
-def tables(directory: Path, windows: Sequence[int]) -> tuple[str, int]:
-    """The table of recorded runs, the table of scenarios, and how many runs."""
-    counter = TokenCounter()
-    data = load(directory)
-    lines = header("window", KEYS)
-    for window in windows:
-        runs = [replay_one(entry, messages, window, counter) for entry, messages in data]
-        lines.append(row(f"{window // 1024}K", runs, KEYS))
-    lines += ["", *header("scripted session", ("task",))]
-    for scenario in SCENARIOS.values():
-        for window in windows:
-            run = scenario_run(scenario, window, counter)
-            lines.append(row(f"{scenario.name} {window // 1024}K", [run], ("task",)))
-    times = full_history_timing(counter)
-    lines += ["", f"Engine call that compacts a full 32K history ({len(times)} histories of "
-              f"reads, test runs and edits): median {statistics.median(times):.1f} ms, "
-              f"95th percentile {p95(times):.1f} ms."]
-    return "\n".join(lines), len(data)
+def measured(data: list[RunData], windows: Sequence[int], bench: Bench
+             ) -> tuple[dict[int, list[Run]], dict[tuple[str, int], Run]]:
+    """Every recorded run and every scripted session at every window."""
+    replayed = {window: [replay_one(entry, messages, window, bench) for entry, messages in data]
+                for window in windows} if data else {}
+    scripted = {(scenario.name, window): scenario_run(scenario, window, bench)
+                for scenario in SCENARIOS.values() for window in windows}
+    return replayed, scripted
 
 
-def write_docs(text: str, count: int) -> None:
+def tables(data: list[RunData], windows: Sequence[int], bench: Bench) -> str:
+    """The table of recorded runs (none without `data`), the table of scripted
+    sessions, the full-32K timing and the check against issue 12's goals."""
+    replayed, scripted = measured(data, windows, bench)
+    lines: list[str] = []
+    if replayed:
+        lines = header("window", KEYS)
+        lines += [row(f"{window // 1024}K", runs, KEYS) for window, runs in replayed.items()]
+        lines.append("")
+    lines += header("scripted session", ("task",))
+    lines += [row(f"{name} {window // 1024}K", [run], ("task",))
+              for (name, window), run in scripted.items()]
+    timed = full_history_timing(bench)
+    cpu, wall = [t[1] for t in timed], [t[0] for t in timed]
+    lines += ["", f"Engine call that compacts a full 32K history ({len(timed)} histories of "
+              f"reads, test runs and edits): CPU median {statistics.median(cpu):.1f} ms, 95th "
+              f"percentile {p95(cpu):.1f} ms (wall {statistics.median(wall):.1f} ms and "
+              f"{p95(wall):.1f} ms).", "", *goals(replayed, scripted, cpu)]
+    return "\n".join(lines)
+
+
+def write_docs(marker: str, lead: str, text: str) -> None:
+    """Put `text` (after `lead`) between the `marker` comments of docs/benchmarks.md."""
     path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    section = (
-        "## Replay\n\n<!-- replay:start -->\n"
-        f"Reproduce with `python benchmarks/replay.py DIR --write-docs` ({count} recorded "
-        "runs; see [the trajectory set](#the-recorded-runs)).\n\n" + text
-        + "\n<!-- replay:end -->\n")
-    pattern = re.compile(r"## Replay\n\n<!-- replay:start -->.*?<!-- replay:end -->\n", re.S)
-    if pattern.search(current):
-        current = pattern.sub(lambda _: section, current)
-    else:
-        current = current.rstrip("\n") + "\n\n" + section
-    path.write_text(current, encoding="utf-8")
+    current = path.read_text(encoding="utf-8")
+    section = f"<!-- {marker}:start -->\n{lead}\n\n{text}\n<!-- {marker}:end -->"
+    pattern = re.compile(f"<!-- {marker}:start -->.*?<!-- {marker}:end -->", re.S)
+    if not pattern.search(current):
+        raise SystemExit(f"docs/benchmarks.md has no {marker} markers")
+    path.write_text(pattern.sub(lambda _: section, current), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("directory", nargs="?", type=Path,
-                        default=Path(os.environ[ENV]) if os.environ.get(ENV) else None)
+    parser.add_argument("directory", nargs="?", type=Path, default=RECORDED)
     parser.add_argument("--windows", default=",".join(str(w) for w in WINDOWS))
+    parser.add_argument("--compare", action="store_true",
+                        help="weigh Swival's compaction choices against the alternatives")
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args(argv)
-    if args.directory is None or not (args.directory / "manifest.json").is_file():
-        print(f"pass the directory of recorded runs (with manifest.json), or set {ENV}",
-              file=sys.stderr)
-        return 2
+    recorded = (args.directory / "manifest.json").is_file()
+    if not recorded:
+        if args.write_docs:
+            print(f"{args.directory} holds no recorded runs (manifest.json); the docs table "
+                  "needs them", file=sys.stderr)
+            return 2
+        print(f"{args.directory} holds no recorded runs (manifest.json): the scripted "
+              "sessions only", file=sys.stderr)
+    data = load(args.directory) if recorded else []
+    windows = [int(w) for w in args.windows.split(",")]
     started = time.perf_counter()
-    text, count = tables(args.directory, [int(w) for w in args.windows.split(",")])
+    with tempfile.TemporaryDirectory(prefix="swival-replay-") as scratch:
+        bench = Bench(Path(scratch), TokenCounter())
+        if args.compare:
+            text = compare(data, windows, lambda variant: measured(
+                data, windows, replace(bench, variant=variant)))
+        else:
+            text = tables(data, windows, bench)
     print(text)
     print(f"\n({time.perf_counter() - started:.0f} s)")
     if args.write_docs:
-        write_docs(text, count)
+        command = "python benchmarks/replay.py" + (" --compare" if args.compare else "")
+        lead = (f"Reproduce with `{command} --write-docs` ({len(data)} recorded runs from "
+                "`benchmarks/trajectories`; see [the recorded runs](#the-recorded-runs)).")
+        write_docs("replay-compare" if args.compare else "replay", lead, text)
     return 0
 
 

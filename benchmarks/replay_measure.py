@@ -10,13 +10,17 @@ the recorded runs and the scripted scenarios use the very same code).
     re-processed  the part of a request's prefill beyond what the prompt grew by: tokens
                   computed again only because a rewrite changed an earlier part (when a
                   rewrite shrinks the prompt, this counts the request's new messages too)
-    recomputed    the same, without the new messages: tokens the server had in its cache
-                  and must compute again (what the engine reports in Compacted events)
-    L1/L2/L3      compactions per level
+    recomputed    the same, without the new messages (those after the previous request's
+                  last message, found by the call it answers when a rewrite shrank it):
+                  tokens the server had in its cache and must compute again (what the
+                  engine reports in Compacted events)
+    L1/L2/L3/emergency  compactions per level (emergency: the drop without a model call)
     kept          final requests that still hold the task, the edited paths, the last
                   error (message text and tool-call arguments both count)
     engine ms     mean and 95th percentile of the engine calls that compacted, less the
-                  time spent in the summarizer (a model call, here the replay's stand-in)
+                  time spent in the summarizer (a model call, here the replay's stand-in):
+                  CPU time of the thread (time.thread_time, what the engine itself
+                  costs) and wall time (which grows with whatever else the machine runs)
 
 A recap call is counted in full and is assumed not to evict the conversation from the
 server's cache (a server with two slots, or llama.cpp's prompt cache in RAM, keeps it).
@@ -34,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from swival.agent import Agent, AgentConfig, make_summarizer
-from swival.context.engine import ContextEngine, ContextSettings, Extras
-from swival.context.knowledge import Knowledge
+from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
+from swival.context.gate import Policy
 from swival.context.tokens import TokenCounter
 from swival.events import Compacted
 from swival.messages import Message
@@ -46,57 +50,81 @@ from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
 
 
+def _clocks() -> tuple[float, float]:
+    """(wall, CPU of this thread) in seconds: on a machine shared with other jobs the
+    wall time grows with their load; the thread's CPU time counts the engine's own work."""
+    return time.perf_counter(), time.thread_time()
+
+
 class TimedEngine(ContextEngine):
-    """The real engine, timing the calls that compacted. The time spent in the
-    summarizer (a model call; here the replay's stand-in) is not the engine's: it is
-    left out."""
+    """The real engine, timing the calls that compacted (wall and CPU ms). The time
+    spent in the summarizer (a model call; here the replay's stand-in) is not the
+    engine's: it is left out."""
 
-    compacting_ms: list[float]
-    model_seconds: list[float]
+    compacting_ms: list[tuple[float, float]]
+    model_seconds: list[tuple[float, float]]
 
-    def _timed(self, events: Sequence[object], started: float, model: float) -> None:
+    def _spent(self) -> tuple[float, float]:
+        wall, cpu = _clocks()
+        return (wall - sum(m[0] for m in self.model_seconds),
+                cpu - sum(m[1] for m in self.model_seconds))
+
+    def _timed(self, events: Sequence[object], started: tuple[float, float]) -> None:
         if any(isinstance(e, Compacted) for e in events):
-            spent = time.perf_counter() - started - (sum(self.model_seconds) - model)
-            self.compacting_ms.append(spent * 1000)
+            now = self._spent()
+            self.compacting_ms.append(((now[0] - started[0]) * 1000,
+                                       (now[1] - started[1]) * 1000))
 
     def prepare(self, turn: int) -> Any:
-        started, model = time.perf_counter(), sum(self.model_seconds)
+        started = self._spent()
         prepared = super().prepare(turn)
-        self._timed(prepared.events, started, model)
+        self._timed(prepared.events, started)
         return prepared
 
     def after_tool_batch(self, turn: int) -> list[Any]:
-        started, model = time.perf_counter(), sum(self.model_seconds)
+        started = self._spent()
         events = super().after_tool_batch(turn)
-        self._timed(events, started, model)
+        self._timed(events, started)
         return events
 
 
-def _timed_summarizer(model: Provider, spent: list[float]) -> Any:
+def _timed_summarizer(model: Provider, spent: list[tuple[float, float]]) -> Any:
     summarize = make_summarizer(model)
 
     def timed(instructions: str, messages: Sequence[Message]) -> str | None:
-        started = time.perf_counter()
+        started = _clocks()
         try:
             return summarize(instructions, messages)
         finally:
-            spent.append(time.perf_counter() - started)
+            now = _clocks()
+            spent.append((now[0] - started[0], now[1] - started[1]))
 
     return timed
 
 
-def build_agent(root: Path, window: int, model: Provider, counter: TokenCounter
+@dataclass(frozen=True)
+class Variant:
+    """How the engine decides when and what to compact: Swival's choice (the defaults)
+    or one it is compared with (benchmarks/replay_compare.py)."""
+
+    name: str = "Swival"
+    policy: Policy = field(default_factory=Policy)
+    target: float = ContextSettings.compaction_target
+
+
+def build_agent(root: Path, window: int, model: Provider, variant: Variant | None = None
                 ) -> tuple[Agent, TimedEngine]:
-    """Swival's real prompt, tools and engine around `model`, working in `root`. A
-    fixed session id keeps the transcript path that recaps name, so every figure
-    repeats from run to run."""
+    """Swival's real prompt, tools and engine around `model`, working in `root`, the
+    gate deciding as `variant` says. A fixed session id keeps the transcript path that
+    recaps name, so every figure repeats from run to run."""
+    variant = variant or Variant()
     registry = ToolRegistry(default_tools())
-    state = root / ".swival"
-    spent: list[float] = []
-    engine = TimedEngine(ContextSettings(window=window), system_prompt(root),
-                         registry.schemas(), knowledge=Knowledge(state),
-                         extras=Extras(state_dir=state, summarize=_timed_summarizer(model, spent),
-                                       counter=counter, session_id="replay"))
+    spent: list[tuple[float, float]] = []
+    engine = TimedEngine(ContextSettings(window=window, compaction_target=variant.target),
+                         system_prompt(root), registry.schemas(),
+                         storage=Storage(root / ".swival", "replay"),
+                         server=ServerAid(_timed_summarizer(model, spent)))
+    engine.gate.policy = variant.policy
     engine.compacting_ms, engine.model_seconds = [], spent
     agent = Agent(model, registry, engine, ToolContext(root=root), AgentConfig(max_turns=10_000))
     return agent, engine
@@ -114,7 +142,7 @@ class Run:
     recomputed: int = 0
     levels: Counter[int] = field(default_factory=Counter)
     facts: dict[str, bool] = field(default_factory=dict)
-    engine_ms: list[float] = field(default_factory=list)
+    engine_ms: list[tuple[float, float]] = field(default_factory=list)  # (wall, CPU)
 
 
 class Meter:
@@ -152,11 +180,21 @@ class Meter:
     def _new(self, messages: Sequence[Message]) -> int:
         """Tokens of the messages after the previous request's last one (the reply and
         the results that came since): computed whatever happens to the rest."""
-        last = self.previous[-1].to_dict()
+        last = _identity(self.previous[-1])
         for index in range(len(messages) - 1, -1, -1):
-            if messages[index].to_dict() == last:
+            if _identity(messages[index]) == last:
                 return sum(self.counter.message(m) for m in messages[index + 1:])
         return 0
+
+
+def _identity(message: Message) -> object:
+    """What names a message across a rewrite that shortens it: a tool result by the call
+    it answers, an assistant message by its calls; anything else by its content."""
+    if message.role == "tool":
+        return ("tool", message.tool_call_id)
+    if message.tool_calls:
+        return ("calls", tuple(c.id for c in message.tool_calls))
+    return message.to_dict()
 
 
 def text_of(messages: Sequence[Message]) -> str:
@@ -170,14 +208,28 @@ def p95(values: Sequence[float]) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)] if ordered else 0.0
 
 
+def share(runs: Sequence[Run], measure: str) -> float:
+    """`measure` ("reprocessed" or "recomputed") as a share of the runs' prefill, in %."""
+    prefill = sum(r.prefill for r in runs)
+    return 100 * sum(getattr(r, measure) for r in runs) / max(1, prefill)
+
+
+def times(runs: Sequence[Run]) -> str:
+    """CPU mean / p95 (wall mean / p95) of the compacting engine calls, in ms."""
+    wall = [m[0] for r in runs for m in r.engine_ms]
+    cpu = [m[1] for r in runs for m in r.engine_ms]
+    if not wall:
+        return "-"
+    return (f"{statistics.fmean(cpu):.1f} / {p95(cpu):.1f} "
+            f"({statistics.fmean(wall):.1f} / {p95(wall):.1f})")
+
+
 def row(label: str, runs: Sequence[Run], keys: Sequence[str]) -> str:
     """One table row: the runs of one window (or one scenario at one window)."""
     prefill = sum(r.prefill for r in runs)
     again = sum(r.reprocessed for r in runs)
     cached = sum(r.recomputed for r in runs)
-    levels = "/".join(str(sum(r.levels[n] for r in runs)) for n in (1, 2, 3))
-    ms = [m for r in runs for m in r.engine_ms]
-    mean = statistics.fmean(ms) if ms else 0.0
+    levels = "/".join(str(sum(r.levels[n] for r in runs)) for n in (1, 2, 3, 4))
 
     def kept(key: str) -> str:
         have = [r.facts[key] for r in runs if key in r.facts]
@@ -186,14 +238,15 @@ def row(label: str, runs: Sequence[Run], keys: Sequence[str]) -> str:
     facts = " | ".join(kept(k) for k in keys)
     return (f"| {label} | {sum(r.requests for r in runs):,} | {sum(r.over for r in runs)} | "
             f"{prefill:,} ({sum(r.recap_prefill for r in runs):,}) | "
-            f"{again:,} ({100 * again / max(1, prefill):.0f} %) | "
-            f"{cached:,} ({100 * cached / max(1, prefill):.0f} %) | {levels} | {facts} | "
-            f"{mean:.1f} / {p95(ms):.1f} |")
+            f"{again:,} ({share(runs, 'reprocessed'):.0f} %) | "
+            f"{cached:,} ({share(runs, 'recomputed'):.0f} %) | {levels} | {facts} | "
+            f"{times(runs)} |")
 
 
 def header(first: str, keys: Sequence[str]) -> list[str]:
     names = {"task": "task kept", "paths": "edited paths kept", "error": "last error kept"}
     return [f"| {first} | requests | over window | prefill (recaps) | re-processed | "
-            f"recomputed | compactions L1/L2/L3 | {' | '.join(names[k] for k in keys)} | "
-            "engine ms, compacting calls (mean / p95) |",
+            f"recomputed | compactions L1/L2/L3/emergency | "
+            f"{' | '.join(names[k] for k in keys)} | "
+            "engine ms, compacting calls: CPU mean / p95 (wall mean / p95) |",
             "|---|---:|---:|---:|---:|---:|---|" + "---:|" * len(keys) + "---:|"]

@@ -6,12 +6,13 @@ the real agent, tools and context engine with a model that follows a script.
                   module and its test, then answer
 
 `workspace(root)` writes the project (a small `shop` package, about 1,400 tokens per
-module, and `check.py`, which runs its tests without printing timings, so every run
-prints the same); `SCENARIOS[name]` holds the task and the steps. The sizes make the
-investigation about as large as the one issue 12 describes (its prompt reaches about
-28,500 tokens when nothing is compacted). A step is what the model
-says and the one tool it calls; the script does not depend on what the tools answer,
-so the same run can be replayed against any window, provider or server double.
+module, and `check.py`, which runs its tests without printing timings or the project's
+own path, so every run prints the same wherever it runs); `SCENARIOS[name]` holds the
+task and the steps. The sizes make the investigation about as large as the one issue 12
+describes (its prompt reaches about 28,500 tokens when nothing is compacted). A step is
+what the model says and the one tool it calls; the script does not depend on what the
+tools answer, so the same run can be replayed against any window, provider or server
+double.
 Edits name text that exists in the generated files, and every file is read before it
 is edited (the tools insist).
 """
@@ -103,7 +104,9 @@ if __name__ == "__main__":
 '''
 
 
-CHECK = '''"""Run the tests; print what failed and a count (no timings: the output repeats)."""
+CHECK = '''"""Run the tests; print what failed and a count (no timings, and paths relative
+to the project: the output is the same wherever and whenever it runs)."""
+import os
 import sys
 import unittest
 
@@ -111,7 +114,7 @@ result = unittest.TestResult()
 unittest.defaultTestLoader.discover("tests").run(result)
 for test, trace in result.failures + result.errors:
     print(f"FAIL: {test.id()}")
-    print(trace)
+    print(trace.replace(os.getcwd() + os.sep, ""))
 print(f"{result.testsRun} tests, {len(result.failures)} failures, {len(result.errors)} errors")
 sys.exit(1 if result.failures or result.errors else 0)
 '''

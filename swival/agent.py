@@ -190,14 +190,17 @@ class Agent:
         if self.tool_ctx.undo is not None and not self.config.subagent:
             self.tool_ctx.undo.begin(text)
         mentions = attach(text, self.tool_ctx)
-        for item in mentions.attached:
-            yield Notice(f"Attached @{item.shown} ({item.summary}).")
+        notes = "\n\n".join(part for part in (*self._notes, self._mode_note()) if part)
+        self._notes = []
+        sent = self.context.add_user(text, self.config.redactor.redact(notes),
+                                     mentions.attached, mentions.note)
+        for item, cut in zip(mentions.attached, sent.parts, strict=True):
+            summary = item.sent(self.tool_ctx, cut.kept_lines if cut else None)
+            yield Notice(f"Attached @{item.shown} ({summary}).")
         for problem in mentions.problems:
             yield Notice(self.config.redactor.redact(problem), "warning")
-        extra = "\n\n".join(part for part in (mentions.blocks, *self._notes,
-                                               self._mode_note()) if part)
-        self._notes = []
-        self.context.add_user(text, self.config.redactor.redact(extra))
+        if sent.cut is not None:
+            yield Notice(sent.notice(), "warning")
 
     def note(self, text: str) -> None:
         """Tell the model `text` with the next request (e.g. what /undo changed)."""

@@ -118,7 +118,7 @@ def run(  # noqa: PLR0913 - one parameter per documented option
     tool_result_share: Annotated[float | None, Opt(help="Max share of the input budget per "
                                                    "tool result [0.2].")] = None,
     compaction_trigger: Annotated[float | None, Opt(help="Compact at this share [0.85].")] = None,
-    compaction_target: Annotated[float | None, Opt(help="Compact down to this share [0.6].")]
+    compaction_target: Annotated[float | None, Opt(help="Compact down to this share [0.55].")]
     = None,
     proactive_summaries: Annotated[bool | None, Opt("--proactive-summaries/"
                                                     "--no-proactive-summaries",

@@ -192,9 +192,10 @@ KEYS: tuple[Key, ...] = (
     Key("subagent_max_turns", int, 40, "Most model calls of one subagent", minimum=1),
     Key("tool_result_share", float, 0.2, "Largest share of the input budget one tool "
         "result may take", minimum=0.01, maximum=1),
-    Key("compaction_trigger", float, 0.85, "Compact when the prompt reaches this share of "
-        "the input budget", minimum=0.1, maximum=1),
-    Key("compaction_target", float, 0.6, "Compact down to this share of the input budget "
+    Key("compaction_trigger", float, 0.85, "From this share of the input budget a "
+        "compaction is due (made after a small turn, by the input budget at the latest)",
+        minimum=0.1, maximum=1),
+    Key("compaction_target", float, 0.55, "Compact down to this share of the input budget "
         "(below compaction_trigger)", minimum=0.05, maximum=1),
     Key("proactive_summaries", bool, False, "Summarize every 10 turns as a safety net"),
     Key("mcp", bool, True, "Start the MCP servers of mcp_servers (false: none this run)"),
@@ -240,7 +241,7 @@ class Settings:
     subagent_max_turns: int = 40
     tool_result_share: float = 0.2
     compaction_trigger: float = 0.85
-    compaction_target: float = 0.6
+    compaction_target: float = 0.55
     proactive_summaries: bool = False
     mcp: bool = True
     mcp_servers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

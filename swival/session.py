@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from swival.agent import Agent, AgentConfig, make_summarizer
 from swival.config import Settings, literal_key_warning, redactor_for, user_state_dir
-from swival.context.engine import ContextEngine, ContextSettings, Extras
-from swival.context.knowledge import Knowledge
+from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
+from swival.context.storage import Memory
 from swival.errors import ConfigError, SwivalError, UsageError
 from swival.events import Event, TurnFinished
 from swival.prompts import system_prompt
@@ -189,14 +189,14 @@ def _context_engine(settings: Settings, provider: Provider, registry: ToolRegist
             # Providers whose prompt counts may leave out KV-cached tokens say so.
             counts_include_cache=getattr(provider, "counts_include_cache", True),
         ),
-        system_prompt(root), registry.schemas(), knowledge=Knowledge(state_dir),
+        system_prompt(root), registry.schemas(),
+        storage=Storage(state_dir, redactor=redactor,
+                        on_create=lambda path: index.record(root, path.stem),
+                        on_seal=lambda path, size, digest: index.seal(
+                            root, path.stem, size, digest)),
         # A server that counts prompts itself (llama.cpp) offers count_prompt.
-        extras=Extras(state_dir=state_dir, redactor=redactor,
-                      summarize=make_summarizer(provider, settings.temperature),
-                      exact=getattr(provider, "count_prompt", None),
-                      on_transcript=lambda path: index.record(root, path.stem),
-                      on_seal=lambda path, size, digest: index.seal(
-                          root, path.stem, size, digest)),
+        server=ServerAid(make_summarizer(provider, settings.temperature),
+                         getattr(provider, "count_prompt", None)),
     )
 
 
@@ -336,8 +336,8 @@ class Subagents:
         context = self._context(registry)
         share = context.settings.tool_result_share * context.budget.input_budget
         limit = min(limit, int(share * CHARS_PER_TOKEN))
-        if context.state_dir is not None:
-            self.held.append(_hold_spills(context.state_dir, context.session_id))
+        if context.storage.state_dir is not None:
+            self.held.append(_hold_spills(context.storage.state_dir, context.session_id))
         tool_ctx = replace(parent.tool_ctx, read_files={}, session_id=context.session_id,
                            spawn=None, on_event=lambda _event: None,
                            subagents=SubagentTotals())
@@ -351,23 +351,22 @@ class Subagents:
         """A fresh engine like the parent's, its todos in memory, its transcript next to
         the parent's as `<parent id>-task<n>`."""
         parent = self.parent.context
-        root, index, folder = self.settings.project_root, _index(), parent.state_dir
+        root, index, folder = self.settings.project_root, _index(), parent.storage.state_dir
         number = self.parent.tool_ctx.subagents.tasks
         session_id = f"{parent.session_id}-task{number}"
         while folder and (folder / "sessions" / f"{session_id}.jsonl").exists():
             number += 1
             session_id = f"{parent.session_id}-task{number}"
         provider, owner = self.parent.provider, parent.session_id
+        storage = Storage(folder, session_id, self.parent.config.redactor, keep_todos=False,
+                          on_create=lambda path: index.record(root, path.stem, owner),
+                          on_seal=lambda path, size, digest: index.seal(
+                              root, path.stem, size, digest)) if folder else Memory(session_id)
         return ContextEngine(
             replace(parent.settings, proactive_summaries=False), system_prompt(root),
-            registry.schemas(), knowledge=Knowledge(None),
-            extras=Extras(state_dir=folder, redactor=parent.redactor,
-                          summarize=make_summarizer(provider, self.settings.temperature),
-                          counter=parent.counter, session_id=session_id,
-                          exact=getattr(provider, "count_prompt", None),
-                          on_transcript=lambda path: index.record(root, path.stem, owner),
-                          on_seal=lambda path, size, digest: index.seal(
-                              root, path.stem, size, digest)))
+            registry.schemas(), storage=storage,
+            server=ServerAid(make_summarizer(provider, self.settings.temperature),
+                             getattr(provider, "count_prompt", None)))
 
 
 def _start_mcp(settings: Settings, registry: ToolRegistry, context: ContextEngine,

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from swival.agent import Agent, AgentConfig, make_summarizer
-from swival.context.engine import ContextEngine, ContextSettings, Extras
-from swival.context.knowledge import Knowledge
+from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
 from swival.errors import ContextOverflowError
 from swival.events import Compacted, Event, TextDelta, ToolFinished, TurnFinished
 from swival.messages import ToolResult
@@ -32,8 +31,8 @@ def make_agent(root: Path, script: list[Any], *, window: int = 8192, max_turns: 
     state = root / ".swival"
     engine = ContextEngine(
         ContextSettings(window=window, max_output_tokens=1024), system_prompt(root),
-        registry.schemas(), knowledge=Knowledge(state),
-        extras=Extras(state_dir=state, summarize=make_summarizer(provider)),
+        registry.schemas(), storage=Storage(state),
+        server=ServerAid(make_summarizer(provider)),
     )
     redactor = redactor or Redactor()
     agent = Agent(provider, registry, engine, ToolContext(root=root, redactor=redactor),

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from swival.agent import Agent, AgentConfig, make_summarizer
-from swival.context.engine import ContextEngine, ContextSettings, Extras
-from swival.context.knowledge import Knowledge
+from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
 from swival.events import (
     Compacted,
     Continued,
@@ -36,8 +35,8 @@ def agent_for(root: Path, script: list[Any], *, window: int = 8192,
     state = root / ".swival"
     engine = ContextEngine(
         ContextSettings(window=window, max_output_tokens=max_output_tokens),
-        system_prompt(root), registry.schemas(), knowledge=Knowledge(state),
-        extras=Extras(state_dir=state, summarize=make_summarizer(provider)))
+        system_prompt(root), registry.schemas(), storage=Storage(state),
+        server=ServerAid(make_summarizer(provider)))
     return Agent(provider, registry, engine, ToolContext(root=root), AgentConfig()), provider
 
 

@@ -51,16 +51,23 @@ def test_replay_measures_a_recorded_run(tmp_path: Path) -> None:
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "11", "ten recorded calls and the final answer"
     assert cells[2] == "0", "no request over the window"
-    assert cells[6] != "0/0/0", "eight 2,000-token reads need compaction at 8K"
+    assert cells[6] != "0/0/0/0", "eight 2,000-token reads need compaction at 8K"
     assert cells[7:10] == ["1/1", "1/1", "1/1"], "task, edited path and last error kept"
 
 
-def test_replay_says_where_the_runs_must_come_from(tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin"}
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "replay.py")],
-                            capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
-    assert result.returncode == 2
-    assert "SWIVAL_TRAJECTORIES" in result.stderr
+def test_replay_runs_the_scripted_sessions_without_recorded_runs(tmp_path: Path) -> None:
+    empty = tmp_path / "none"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "replay.py"), str(empty), "--windows", "8192"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "the scripted sessions only" in result.stderr
+    assert "| investigate 8K |" in result.stdout and "| long-haul 8K |" in result.stdout
+    assert "| investigate 8K: re-processed / recomputed | ≤ 25 % |" in result.stdout
+    refused = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "replay.py"), str(empty), "--write-docs"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert refused.returncode == 2 and "needs them" in refused.stderr
 
 
 def test_startup_investigation_runs_whole_through_each_transport() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from swival.context.engine import ContextEngine, ContextSettings, Extras
-from swival.context.knowledge import Knowledge
+from swival.context.calibration import Calibration, Reading
+from swival.context.engine import ContextEngine, ContextSettings, Storage
 from swival.messages import Message, ToolCall, ToolResult, Usage
 
 
@@ -17,8 +17,7 @@ def engine_with(tmp_path: Path, window: int, tokens: int, *,
     """An engine holding a conversation of about `tokens` tokens."""
     engine = ContextEngine(
         ContextSettings(window=window, counts_include_cache=counts_include_cache),
-        "You are a coding agent.", [], knowledge=Knowledge(tmp_path),
-        extras=Extras(state_dir=tmp_path))
+        "You are a coding agent.", [], storage=Storage(tmp_path))
     engine.add_user("read the sources")
     n = 0
     while engine.estimate() < tokens:
@@ -73,8 +72,40 @@ def test_a_near_count_or_a_small_prompt_is_not_a_cut(tmp_path: Path) -> None:
     assert small.budget.window == 8192
 
 
+def test_a_count_at_the_window_is_a_full_prompt_unless_more_was_expected() -> None:
+    """One rule for a count pinned at a power of two: a cut only when we expected more
+    than it. At the window itself with our count under it the prompt simply was that
+    big (no reply is thrown away); once the server's ratio is known and says the prompt
+    was over the window, it was cut, and the window stays what it is."""
+    assert Calibration().judge(Reading(8000, 6900, complete=True), 8192, 6900) is None
+    calibration = Calibration()
+    calibration.observe(Reading(3900, 3000, complete=True))  # this server counts 30 % more
+    cut = calibration.judge(Reading(8150, 6900, complete=True), 8192, 7200)
+    assert cut is not None and cut.kind == "truncated" and cut.window == 8192
+
+
 def test_count_without_cache_figure_cannot_show_a_cut(tmp_path: Path) -> None:
     engine = engine_with(tmp_path, 16384, 9000, counts_include_cache=False)
     prepared = engine.prepare(1)
     assert engine.record_usage(Usage(prompt_tokens=2000), prepared) is None
     assert engine.record_usage(Usage(2000, 5, cached_tokens=0), prepared) is not None
+
+
+def test_usage_holds_the_fixed_parts_steady_while_calibration_moves(tmp_path: Path) -> None:
+    """/context's parts are our own count: a server whose tokenizer counts 10 % fewer
+    moves the calibration request after request, not the system prompt's or the tool
+    schemas' figures; the total as the server counts it follows the factor."""
+    engine = engine_with(tmp_path, 32768, 4000)
+    first = engine.usage()
+    prepared = engine.prepare(1)
+    seen = []
+    for _ in range(6):
+        engine.record_usage(Usage(prompt_tokens=int(prepared.estimated_tokens * 0.9)),
+                            prepared)
+        usage = engine.usage()
+        seen.append((usage.system, usage.tools, usage.tool_results, usage.counted))
+        prepared = engine.prepare(1)
+    assert set(seen) == {(first.system, first.tools, first.tool_results, first.counted)}
+    assert usage.factor < 0.97 and usage.used == engine.estimate() < usage.counted
+    assert usage.counted == (usage.system + usage.tools + usage.pinned + usage.user
+                             + usage.assistant + usage.tool_results + 3)  # + reply priming

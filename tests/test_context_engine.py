@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from swival.context.engine import ContextEngine, ContextSettings, Extras
-from swival.context.knowledge import Knowledge
+from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
 from swival.context.tokens import TokenCounter
 from swival.effects import SnapshotEffect, ThinkEffect
 from swival.errors import ContextExhausted, ContextOverflowError
@@ -31,9 +30,9 @@ def make_engine(tmp_path: Path, window: int = 8192, *, summarize: object = None,
     folder = tmp_path / ".swival"
     return ContextEngine(
         ContextSettings(window=window, proactive_summaries=proactive),
-        "You are a coding agent. Be brief.", SCHEMAS, knowledge=Knowledge(folder),
-        extras=Extras(state_dir=folder if state else None, counter=COUNTER,
-                      summarize=summarize))  # type: ignore[arg-type]
+        "You are a coding agent. Be brief.", SCHEMAS,
+        storage=Storage(folder) if state else None,
+        server=ServerAid(summarize))  # type: ignore[arg-type]
 
 
 def code_text(lines: int, seed: int = 0) -> str:
@@ -111,8 +110,9 @@ def test_a_rewrite_reports_what_the_server_computes_again(tmp_path: Path) -> Non
         if events:
             shared = next(i for i, (a, b) in enumerate(zip(previous, current, strict=False))
                           if a.to_dict() != b.to_dict())
+            # The last message sent may be shrunk now: find it by the call it answers.
             new = next(i for i in range(len(current) - 1, -1, -1)
-                       if current[i].to_dict() == previous[-1].to_dict()) + 1
+                       if current[i].tool_call_id == previous[-1].tool_call_id) + 1
             again = sum(COUNTER.message(m) for m in current[shared:new])
             assert sum(e.reprocessed for e in events) == again
             assert shared >= 2 and again < sum(COUNTER.message(m) for m in current[1:])
@@ -138,7 +138,10 @@ def test_level_two_recaps_with_the_summarizer_and_keeps_requests(tmp_path: Path)
         step(engine, n, "command", f"out {n}\n" + "x" * 900)
     event = engine.compact(2, "/compact --drop", 30)
     assert event is not None and event.level == 2
-    assert seen and "factual recap" in seen[0] and str(engine.transcript_path) in seen[0]
+    assert engine.transcript_path is not None
+    shown = engine.transcript_path.relative_to(tmp_path).as_posix()  # as the model reads it
+    assert seen and "factual recap" in seen[0] and shown == ".swival/sessions/" + (
+        f"{engine.session_id}.jsonl") and shown in seen[0]
     users = [m.content for m in engine.history if m.role == "user"]
     assert any("also request 10" in t for t in users) and any("also request 20" in t for t in users)
     pinned = engine.messages()[1].content
@@ -170,8 +173,7 @@ def test_recap_falls_back_to_checkpoints_then_one_marker(tmp_path: Path) -> None
 
 
 def test_nothing_fits_raises_context_exhausted(tmp_path: Path) -> None:
-    engine = ContextEngine(ContextSettings(window=1024), "rules " * 900, [],
-                           knowledge=Knowledge(None))
+    engine = ContextEngine(ContextSettings(window=1024), "rules " * 900, [])
     engine.add_user("hello")
     with pytest.raises(ContextExhausted, match="larger context window"):
         engine.prepare(1)
@@ -244,17 +246,59 @@ def test_big_result_is_capped_and_spilled(tmp_path: Path) -> None:
                                                                "exit_code": 1}), read_only=False)
     assert COUNTER.text(seen.content) <= int(engine.budget.input_budget * 0.2)
     assert seen.content.startswith("START") and "END 3 failed" in seen.content
-    spilled = Path(seen.meta["spill_path"])
-    assert spilled.parent == tmp_path / ".swival" / "out" / engine.session_id
+    assert seen.meta["spill_path"] == f".swival/out/{engine.session_id}/run_command-1.txt"
+    spilled = tmp_path / seen.meta["spill_path"]  # relative to the project root
     assert spilled.read_text() == body and engine.history[-1].content == seen.content
+    cut = seen.meta["context_cut"]
+    assert cut["total_chars"] == len(body) and cut["total_lines"] == 5002
+    assert 0 < cut["kept_chars"] < len(seen.content) and 2 < cut["kept_lines"] < 5002
+    shown = [line for line in seen.content.splitlines()
+             if line.startswith(("START", "test_", "END"))]
+    assert cut["kept_lines"] == len(shown)  # the head and tail lines the model got
+    small = ToolCall("c2", "run_command", {"command": "true"})
+    engine.add_assistant(Message("assistant", tool_calls=(small,)))
+    whole = engine.add_tool_result(small, ToolResult("ok\n", meta={"kind": "command"}),
+                                   read_only=False)
+    assert "context_cut" not in whole.meta and "spill_path" not in whole.meta
 
 
 def test_huge_request_is_capped(tmp_path: Path) -> None:
     engine = make_engine(tmp_path)
-    engine.add_user("please review:\n" + code_text(2000))
+    text = "please review:\n" + code_text(2000)
+    sent = engine.add_user(text)
     assert COUNTER.text(engine.history[0].content) <= engine.budget.input_budget // 2
-    assert "saved to" in engine.history[0].content
+    assert sent.cut is not None and sent.cut.saved is not None
+    assert f"saved to {sent.cut.saved}" in engine.history[0].content
+    assert (tmp_path / sent.cut.saved).read_text() == text
     engine.prepare(1)
+
+
+def test_a_pasted_request_cut_for_the_model_is_shown_to_the_person(tmp_path: Path) -> None:
+    """A 38 KB paste at 8K: the model gets its head; the person reads how much of it the
+    model sees and where the whole text is."""
+    from swival.config import Settings
+    from swival.events import Notice
+    from swival.session import build_session
+    from tests.scripted import ScriptedProvider, reply
+
+    provider = ScriptedProvider([reply("Reviewed the start.")], window=8192)
+    session = build_session(Settings(project_root=tmp_path, max_output_tokens=1024),
+                            provider, interactive=False)
+    pasted = "please review this log:\n" + "".join(
+        f"2024-05-01 12:00:{i % 60:02d} worker {i} finished job {i * 7} in {i % 13} ms\n"
+        for i in range(680))
+    assert len(pasted) > 38_000
+    events = list(session.agent.run_turn(pasted))
+    [warning] = [e.text for e in events if isinstance(e, Notice) and e.level == "warning"]
+    spilled = next((tmp_path / ".swival" / "out").glob("*/request-*.txt"))
+    shown = spilled.relative_to(tmp_path).as_posix()
+    assert warning.startswith("Your request is too long for the context window: the model "
+                              "sees its first ")
+    assert f" of {len(pasted):,} characters (" in warning
+    assert warning.endswith(f"the whole text is saved in {shown}.")
+    assert spilled.read_text() == pasted
+    seen = provider.requests[0].messages[-1].content
+    assert seen.startswith("please review this log:") and shown in seen
 
 
 def test_transcript_records_everything_and_resumes(tmp_path: Path) -> None:
@@ -362,3 +406,67 @@ def test_proactive_summaries_run_in_the_background(tmp_path: Path) -> None:
         threading.Event().wait(0.02)
     assert len(done) == 1 and done[0].messages == 21 and done[0].tokens > 0  # 10 turns
     assert "checkpoint recap" in engine.knowledge.checkpoint_text()  # type: ignore[operator]
+
+
+def _compactions(events: Sequence[object]) -> list[Compacted]:
+    return [e for e in events if isinstance(e, Compacted)]
+
+
+def test_past_the_trigger_compaction_waits_for_a_small_turn(tmp_path: Path) -> None:
+    """A rewrite right after a large result makes the server compute that result in a
+    prompt it must rebuild anyway; so past the trigger the gate waits (level 1 could
+    still do the job) until a small turn, and then rewrites. The large result before
+    that turn is shrunk: kept whole, it would be computed again behind the rewrite."""
+    engine = make_engine(tmp_path, 16384)
+    engine.add_user("read everything")
+    n = 0
+    while engine.estimate() < engine.budget.trigger:  # large reads, up to the trigger
+        n += 1
+        assert not _compactions(step(engine, n, "file", code_text(60, n)))
+    assert engine.budget.trigger <= engine.estimate() < engine.budget.input_budget
+    n += 1
+    [done] = _compactions(step(engine, n, "command", "2 passed\n"))  # a small turn
+    assert done.level == 1 and done.tokens_after <= engine.budget.target
+    assert done.reprocessed <= 0.05 * engine.budget.input_budget
+    big, small = engine.history[-3], engine.history[-1]
+    assert big.content == f"[read_file: src/f{n - 1}.py, 60 lines — content compacted]"
+    assert small.content == "2 passed\n"
+
+
+def test_the_prompt_never_passes_the_input_budget(tmp_path: Path) -> None:
+    """With no small turn to wait for, a rewrite level 1 can make comes when the next
+    request would pass the input budget: every request fits it, with room for the
+    reply."""
+    engine = make_engine(tmp_path, 8192)
+    engine.add_user("read everything")
+    events: list[object] = []
+    for n in range(1, 40):
+        prepared = engine.prepare(n)
+        assert prepared.estimated_tokens <= engine.budget.input_budget
+        assert prepared.estimated_tokens + prepared.max_output_tokens <= 8192
+        events += step(engine, n, "file", code_text(50, n), prepare=False)
+    done = _compactions(events)
+    shrinks = [e for e in done if e.level == 1]
+    assert len(shrinks) >= 3 and all(e.tokens_before >= engine.budget.trigger for e in shrinks)
+    assert any(e.tokens_before > engine.budget.input_budget for e in shrinks)  # at the last
+
+
+def test_a_small_turn_before_the_newest_stays_whole(tmp_path: Path) -> None:
+    """The turn before the newest is kept whole when it is small: the model has just
+    seen it, and it costs little behind a rewrite. Here a result at the cap pushes the
+    prompt past the input budget right after a small turn."""
+    engine = make_engine(tmp_path, 16384)
+    engine.add_user("read everything")
+    n = 0
+    while engine.estimate() + 1500 < engine.budget.trigger:
+        n += 1
+        step(engine, n, "file", code_text(60, n))
+    n += 1  # one more read, to land just under the trigger
+    step(engine, n, "file", code_text((engine.budget.trigger - 500 - engine.estimate()) // 23, n))
+    assert engine.budget.trigger - 800 < engine.estimate() < engine.budget.trigger - 250
+    assert not _compactions(step(engine, n + 1, "command", "ok line\n" * 100))
+    [done] = _compactions(step(engine, n + 2, "file", code_text(400, n + 2)))
+    assert done.level == 1 and done.tokens_before > engine.budget.input_budget
+    assert engine.history[-3].content == "ok line\n" * 100  # the small turn, whole
+    assert engine.history[-1].content.startswith("def func_")  # the newest, as capped
+    assert engine.history[-5].content.startswith(f"[read_file: src/f{n}.py, ")

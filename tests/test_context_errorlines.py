@@ -4,7 +4,7 @@ The samples in tests/data/errorlines/ were produced by running the tools (Python
 3.11, pytest, numpy, Node 20, gcc, javac, mypy, make, cargo/rustc), with the paths
 of the scratch directory replaced by /home/dev/app. No Go or TypeScript toolchain
 was at hand: those samples are written in the formats `go test`, the Go runtime,
-Jest and tsc print.
+Jest and tsc print; so is the bracketed unhandled rejection of Node 15-18.
 """
 
 from __future__ import annotations
@@ -44,6 +44,12 @@ TABLE = [
     ("node_type.txt", "TypeError: Cannot read properties of undefined (reading 'name')", None),
     ("node_module.txt", "Error: Cannot find module 'express'", None),
     ("node_syntax.txt", "SyntaxError: Unexpected end of input", None),
+    ("node_esm_module.txt", "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'express' "
+                            "imported from /home/dev/app/index.mjs", None),
+    ("node_unhandled.txt", "UnhandledPromiseRejection: The promise rejected with the reason "
+                           "\"config file missing\".", None),
+    ("node_unhandled_bracketed.txt", "UnhandledPromiseRejection: The promise rejected with "
+                                     "the reason \"config file missing\".", None),
     ("jest.txt", "● adds 1 + 2 to equal 3 expect(received).toBe(expected) // Object.is "
                  "equality", "Tests:       1 failed, 1 total"),
     ("gcc.txt", "m.c:4:3: error: expected ‘,’ or ‘;’ before ‘return’", None),

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from swival.context.engine import ContextEngine, ContextSettings, Extras
-from swival.context.knowledge import Knowledge
+from swival.context.engine import ContextEngine, ContextSettings, Storage
 from swival.errors import ContextExhausted, ContextOverflowError
 from swival.messages import Message, ToolCall, ToolResult
 from swival.tools.base import ToolContext
@@ -28,11 +27,10 @@ class Session:
     def __init__(self, root: Path, window: int = 8192) -> None:
         self.registry = ToolRegistry([*core_tools(), *knowledge_tools()])
         self.ctx = ToolContext(root=root)
-        self.knowledge = Knowledge(root / ".swival")
         self.engine = ContextEngine(
             ContextSettings(window=window, max_output_tokens=1024), "You are a coding agent.",
-            self.registry.schemas(), knowledge=self.knowledge,
-            extras=Extras(state_dir=root / ".swival"))
+            self.registry.schemas(), storage=Storage(root / ".swival"))
+        self.knowledge = self.engine.knowledge
         self.turn = 0
 
     def call(self, name: str, **args: Any) -> ToolResult:

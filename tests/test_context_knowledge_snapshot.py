@@ -12,7 +12,6 @@ import pytest
 from swival.context import passes, snapshot
 from swival.context.engine import ContextEngine, ContextSettings
 from swival.context.history import Facts, History
-from swival.context.knowledge import Knowledge
 from swival.context.snapshot import Scope
 from swival.context.tokens import TokenCounter
 from swival.messages import Message, ToolCall, ToolResult
@@ -94,8 +93,7 @@ def test_scope_starts_after_the_last_request_or_restore_or_at_the_checkpoint() -
 
 
 def test_a_write_before_the_scope_does_not_block_a_restore(tmp_path: Path) -> None:
-    engine = ContextEngine(ContextSettings(window=8192), "sys", [],
-                           knowledge=Knowledge(None))
+    engine = ContextEngine(ContextSettings(window=8192), "sys", [])
     engine.add_user("edit, then investigate")
     for n, (name, read_only) in enumerate((("write_file", False), ("read_file", True))):
         call = ToolCall(f"c{n}", name, {})

@@ -72,48 +72,72 @@ def test_calibration_moving_average_and_clamp() -> None:
     assert calibration.factor == 3.0  # a jump never lowers it
 
 
-def _cap(content: str, meta: dict[str, object], tmp_path: Path) -> tuple[str, Path | None]:
+def _cap(content: str, meta: dict[str, object], tmp_path: Path) -> caps.Cut | None:
     return caps.cap_result(content, meta, 300, COUNTER.text,
-                           lambda text: spill_text(text, tmp_path, "r"))
+                           lambda text: str(spill_text(text, tmp_path, "r")))
 
 
 def test_small_result_passes_unchanged(tmp_path: Path) -> None:
-    assert _cap("short", {"kind": "command"}, tmp_path) == ("short", None)
+    assert _cap("short", {"kind": "command"}, tmp_path) is None
+    assert list(tmp_path.iterdir()) == []  # nothing saved
 
 
 def test_command_preview_is_head_and_tail(tmp_path: Path) -> None:
     body = "$ make\n" + "\n".join(f"compiling module {i}" for i in range(800)) + "\nBUILD FAILED"
-    text, path = _cap(body, {"kind": "command"}, tmp_path)
-    assert text.startswith("$ make") and "BUILD FAILED" in text and COUNTER.text(text) <= 300
-    assert path is not None and path.read_text() == body and str(path) in text
+    cut = _cap(body, {"kind": "command"}, tmp_path)
+    assert cut is not None and cut.saved is not None
+    assert cut.text.startswith("$ make") and "BUILD FAILED" in cut.text
+    assert COUNTER.text(cut.text) <= 300
+    assert Path(cut.saved).read_text() == body and cut.saved in cut.text
+    assert (cut.total_chars, cut.total_lines) == (len(body), 802)
+    kept = [ln for ln in cut.text.splitlines() if ln.startswith(("$ make", "compiling", "BUILD"))]
+    assert cut.kept_lines == len(kept) and cut.kept_chars < len(cut.text)
 
 
 def test_file_preview_is_head_with_offset(tmp_path: Path) -> None:
     body = code_text(400)
     meta = {"kind": "file", "path": "big.py", "continue": "read big.py from line {line}"}
-    text, _ = _cap(body, meta, tmp_path)
-    shown = text.split("\n[output cut")[0].count("\n") + 1
-    assert text.startswith("def func_0_0")
-    assert f"continue with read big.py from line {shown + 1}" in text  # the tool's words
+    cut = _cap(body, meta, tmp_path)
+    assert cut is not None
+    shown = cut.text.split("\n[output cut")[0].count("\n") + 1
+    assert cut.text.startswith("def func_0_0") and cut.kept_lines == shown
+    assert f"continue with read big.py from line {shown + 1}" in cut.text  # the tool's words
 
 
 def test_matches_preview_keeps_leading_matches(tmp_path: Path) -> None:
     body = "\n".join(f"src/m{i}.py:{i}: needle" for i in range(900))
-    text, _ = _cap(body, {"kind": "matches"}, tmp_path)
-    assert text.startswith("src/m0.py:0: needle") and "src/m899.py" not in text
+    cut = _cap(body, {"kind": "matches"}, tmp_path)
+    assert cut is not None
+    assert cut.text.startswith("src/m0.py:0: needle") and "src/m899.py" not in cut.text
 
 
 def test_a_long_spill_path_costs_the_preview_little(tmp_path: Path) -> None:
-    long_path = tmp_path / ("deep/" * 12) / "read_file-1.txt"
+    long_path = str(tmp_path / ("deep/" * 12) / "read_file-1.txt")
     for limit in (300, 600, 1200):
-        text, _ = caps.cap_result(code_text(400), {"kind": "file", "path": "big.py"}, limit,
-                                  COUNTER.text, lambda t: long_path)
-        assert 0.93 * limit <= COUNTER.text(text) <= limit, (limit, COUNTER.text(text))
+        cut = caps.cap_result(code_text(400), {"kind": "file", "path": "big.py"}, limit,
+                              COUNTER.text, lambda t: long_path)
+        assert cut is not None
+        assert 0.93 * limit <= COUNTER.text(cut.text) <= limit, (limit, COUNTER.text(cut.text))
 
 
 def test_spill_without_state_dir_says_not_saved() -> None:
-    text, path = caps.cap_result(code_text(400), {}, 200, COUNTER.text, lambda t: None)
-    assert path is None and "not saved" in text
+    cut = caps.cap_result(code_text(400), {}, 200, COUNTER.text, lambda t: None)
+    assert cut is not None and cut.saved is None and "not saved" in cut.text
+
+
+def test_a_result_the_tool_saved_whole_is_not_saved_again(tmp_path: Path) -> None:
+    """Fetched pages and MCP results arrive as the head of a text the tool saved whole:
+    cut further, the notice names that file and its full size, and nothing is written."""
+    head = code_text(300)
+    meta = {"kind": "file", "path": ".swival/out/s/fetch-1.txt", "offset": 1,
+            "continue": "read_file file_path=.swival/out/s/fetch-1.txt offset={line}",
+            "spill_path": ".swival/out/s/fetch-1.txt", "total_chars": 200_000}
+    cut = _cap(head, meta, tmp_path)
+    assert cut is not None and cut.saved == ".swival/out/s/fetch-1.txt"
+    assert list(tmp_path.iterdir()) == []  # no second file holding only the head
+    assert "200000 characters in full, saved to .swival/out/s/fetch-1.txt" in cut.text
+    assert f"offset={cut.kept_lines + 1}" in cut.text
+    assert str(len(head)) not in cut.text  # no head-only figure
 
 
 def test_ledger_records_requests_files_commands_errors() -> None:
@@ -198,7 +222,9 @@ def test_ledger_errors_are_bounded_in_characters() -> None:
         _run(large, f"python step{n}.py", f"ValueError: bad value {n} " + "z" * 80 + "\n")
     assert "bad value 39" in small.render() and "bad value 0 " not in small.render()
     assert 1 < len(small.errors) < len(large.errors)
-    assert small._error_size() <= small.error_chars
+    section = small.render().split("Errors seen (newest outcome per command, most recent "
+                                   "last):\n")[1]
+    assert len(section) <= small.error_chars  # each entry "- `command`: line" as rendered
 
 
 def test_ledger_requests_once_and_not_repeated_when_shown() -> None:

@@ -11,14 +11,27 @@ import pytest
 
 from benchmarks.scenarios import SCENARIOS, Scenario, workspace
 from swival.config import Settings
-from swival.events import Event, ModelCallStarted, Notice, ReplyRestarted, TurnFinished
-from swival.session import open_session
+from swival.events import (
+    Compacted,
+    Event,
+    ModelCallStarted,
+    Notice,
+    ReplyRestarted,
+    TurnFinished,
+)
+from swival.session import Session, open_session
 from tests.countingserver import CountingServer
 from tests.fakeserver import text, tools
 
 
 def run_scenario(server: CountingServer, scenario: Scenario, root: Path,
                  **settings: object) -> list[Event]:
+    return scenario_session(server, scenario, root, **settings)[0]
+
+
+def scenario_session(server: CountingServer, scenario: Scenario, root: Path,
+                     **settings: object) -> tuple[list[Event], Session]:
+    """The scripted session run through a real session against `server`."""
     workspace(root)
     server.script(*(tools([(s.tool, s.args)], content=s.say) for s in scenario.steps),
                   text(scenario.answer))
@@ -27,7 +40,7 @@ def run_scenario(server: CountingServer, scenario: Scenario, root: Path,
     session = open_session(Settings(provider=provider, base_url=base, project_root=root,
                                     yolo=True, **settings),  # type: ignore[arg-type]
                            interactive=False)
-    return list(session.agent.run_turn(scenario.task))
+    return list(session.agent.run_turn(scenario.task)), session
 
 
 def _start(**kw: object) -> CountingServer:
@@ -57,16 +70,21 @@ def test_ollama_counting_long_haul_never_truncated(tmp_path: Path, counts: str) 
 
 @pytest.mark.parametrize("name", ["investigate", "long-haul"])
 def test_tokenizer_counting_more_than_ours_never_overflows(tmp_path: Path, name: str) -> None:
-    """A server whose tokenizer counts 15 % more than cl100k: calibration catches up
-    before the window is reached, so llama.cpp never has to reject a prompt."""
-    server = _start(kind="llamacpp", window=8192, scale=1.15)
+    """A server whose tokenizer counts 15 % more than cl100k and that offers no count of
+    its own (LM Studio): calibration on the prompt sizes it reports catches up before
+    the window is reached, so it never has to reject a prompt."""
+    server = _start(kind="lmstudio", window=8192, scale=1.15)
     try:
-        events = run_scenario(server, SCENARIOS[name], tmp_path)
+        events, session = scenario_session(server, SCENARIOS[name], tmp_path)
     finally:
         server.stop()
     assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
     assert max(s.total for s in server.seen) <= 8192
     assert not [e for e in events if isinstance(e, Notice) and "rejected" in e.text]
+    assert not [e for e in events if isinstance(e, Compacted) and "overflow" in e.reason]
+    assert not [path for _, path in server.hits if path in ("/apply-template", "/tokenize")]
+    # learned from its figures (its chat template adds more tokens than our overhead)
+    assert session.agent.context.usage().factor >= 1.15
 
 
 def test_silent_truncation_is_learned_from_the_first_cut_reply(tmp_path: Path) -> None:

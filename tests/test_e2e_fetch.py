@@ -146,6 +146,12 @@ def test_a_page_larger_than_the_window_share_is_cut_by_the_engine(tmp_path: Path
     saved = seen.split("file_path=")[1].split()[0].strip('"')
     folder = f".swival/out/{session.agent.context.session_id}/fetch-"
     assert saved.startswith(folder) and (tmp_path / saved).is_file()
+    # fetch_url saved the whole page: the engine's cut names that file and the page's
+    # full size, and saves no second file holding only the head
+    spilled = list((tmp_path / folder).parent.glob("*.txt"))
+    assert [f.name for f in spilled] == [Path(saved).name]
+    whole = (tmp_path / saved).read_text()
+    assert f"{len(whole)} characters in full, saved to {saved}" in seen
 
 
 def test_a_cloned_projects_fetch_key_applies_only_with_trust(fake_server: Any, tmp_path: Path,

@@ -9,16 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from swival.context.engine import ContextEngine, ContextSettings, Extras
-from swival.context.knowledge import Knowledge
-from swival.context.tokens import TokenCounter
+from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
 from swival.events import Compacted
 from swival.messages import Message, ToolCall, ToolResult
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
 from tests.e2e import assert_valid_chat
 
-COUNTER = TokenCounter()
 SCHEMAS = ToolRegistry(default_tools()).schemas()
 TASK = "THE TASK: make parse() accept empty input"
 
@@ -38,17 +35,20 @@ class Summarizer:
 def engine_for(tmp_path: Path, summarize: Summarizer, window: int = 8192) -> ContextEngine:
     folder = tmp_path / ".swival"
     return ContextEngine(ContextSettings(window=window, max_output_tokens=1024),
-                         "You are a coding agent.", SCHEMAS, knowledge=Knowledge(folder),
-                         extras=Extras(state_dir=folder, counter=COUNTER, summarize=summarize))
+                         "You are a coding agent.", SCHEMAS, storage=Storage(folder),
+                         server=ServerAid(summarize))
 
 
-def turn(engine: ContextEngine, n: int, size: int) -> list[object]:
-    """One tool call reading `size` characters, then the gate after the batch."""
-    call = ToolCall(f"c{n}", "read_file", {"file_path": f"src/f{n}.py"})
-    engine.add_assistant(Message("assistant", f"step {n}", tool_calls=(call,)))
+def turn(engine: ContextEngine, n: int, size: int, calls: int = 1) -> list[object]:
+    """One model turn: `calls` tool calls each reading `size` characters, then the gate
+    after the batch."""
+    batch = tuple(ToolCall(f"c{n}-{k}", "read_file", {"file_path": f"src/f{n}_{k}.py"})
+                  for k in range(calls))
+    engine.add_assistant(Message("assistant", f"step {n}", tool_calls=batch))
     body = "\n".join(f"x_{n}_{i} = {i}" for i in range(size // 12))
-    engine.add_tool_result(call, ToolResult(body, meta={"kind": "file", "path": f"src/f{n}.py",
-                                                        "lines": size // 12}), read_only=True)
+    for call in batch:
+        meta = {"kind": "file", "path": call.arguments["file_path"], "lines": size // 12}
+        engine.add_tool_result(call, ToolResult(body, meta=meta), read_only=True)
     return list(engine.after_tool_batch(n))
 
 
@@ -62,22 +62,23 @@ def test_at_95_percent_the_gate_drops_turns_without_a_model_call(tmp_path: Path)
     engine.add_user(TASK)
     events: list[object] = []
     n = 0
-    while not compactions(events):  # small results level 1 cannot shrink, then two
-        n += 1                          # at the cap, as one big step over the trigger
+    while not compactions(events):  # small results level 1 cannot shrink, then a turn
+        n += 1                          # with two at the cap: one big step over 95 %
         share = engine.estimate() / engine.budget.input_budget
-        events = turn(engine, n, 250 if share < 0.6 else 9000)
+        events = turn(engine, n, 250, 1) if share < 0.6 else turn(engine, n, 9000, 2)
     done = compactions(events)
     assert done[0].tokens_before >= 0.95 * engine.budget.input_budget, done
     assert done[-1].level == 4 and done[-1].reason == "emergency"
     assert summarizer.asked == []  # no recap was asked for
     assert done[-1].tokens_after <= engine.budget.target
+    assert "too close to the window to ask the model for one" in done[-1].note
     assert "whole conversation stays in" in done[-1].note
-    assert str(engine.transcript_path) in done[-1].note
+    assert f".swival/sessions/{engine.session_id}.jsonl" in done[-1].note
     messages = engine.messages()
     pinned = messages[1].content
     assert TASK in pinned  # the ledger kept the request
-    assert f"they are kept in {engine.transcript_path}" in pinned
-    assert len(engine.history) <= 2 and f"step {n}" in engine.history[0].content
+    assert f"they are kept in .swival/sessions/{engine.session_id}.jsonl" in pinned
+    assert len(engine.history) <= 3 and f"step {n}" in engine.history[0].content
     assert_valid_chat([m.to_dict() for m in messages[1:]])
 
 
@@ -87,18 +88,12 @@ def test_below_95_percent_level_two_asks_for_a_recap(tmp_path: Path) -> None:
     engine.add_user(TASK)
     events: list[object] = []
     n = 0
-    while not compactions(events):
-        n += 1
-        events = turn(engine, n, 1200)
+    while not compactions(events):  # results level 1 cannot shrink: the trigger fires
+        n += 1                      # and level 2 must drop turns
+        events = turn(engine, n, 250)
     done = compactions(events)
     assert done[0].tokens_before < 0.95 * engine.budget.input_budget
-    assert all(e.level < 4 for e in done)
-    n += 1
-    for _ in range(30):  # more until level 2 has turns to drop
-        events = turn(engine, n, 1200)
-        n += 1
-        if any(e.level == 2 for e in compactions(events)):
-            break
+    assert [e.level for e in done][-1] == 2 and done[-1].tokens_after <= engine.budget.target
     assert summarizer.asked, "level 2 asked for a recap"
 
 
@@ -111,6 +106,8 @@ def test_a_failed_recap_falls_to_the_emergency_drop(tmp_path: Path) -> None:
     event = engine.compact(2, "/compact --drop", 0)
     assert summarizer.asked and event is not None
     assert (event.level, event.reason) == (4, "emergency")
+    # a model call was made and failed: the person is told so, not "no model call"
+    assert "the model was asked for one and wrote none" in event.note
     assert TASK in engine.messages()[1].content
     assert_valid_chat([m.to_dict() for m in engine.messages()[1:]])
 
@@ -165,6 +162,20 @@ def test_fewer_tools_cost_fewer_tokens(tmp_path: Path) -> None:
     assert fewer < full and engine.usage().tools == full
 
 
+def test_only_a_changed_tool_list_counts_as_reprocessing(tmp_path: Path) -> None:
+    """The schemas come first in the prompt: a new list makes the server read the whole
+    prompt again, the same list (an MCP server restarted with the same tools) nothing."""
+    engine = engine_for(tmp_path, Summarizer())
+    engine.add_user(TASK)
+    engine.prepare(1)
+    same = [dict(schema) for schema in SCHEMAS]  # equal, not the same objects
+    assert engine.set_tool_schemas(same) == 0 and engine.usage().reprocessed == 0
+    fewer = ToolRegistry(default_tools(), read_only=True).schemas()
+    again = engine.set_tool_schemas(fewer)
+    assert again == engine.estimate() > 0 and engine.usage().reprocessed == again
+    assert engine.set_tool_schemas(list(fewer)) == 0 and engine.usage().reprocessed == again
+
+
 def test_a_failed_recap_on_the_gate_path_falls_to_the_emergency_drop(tmp_path: Path) -> None:
     summarizer = Summarizer(answer=None)
     engine = engine_for(tmp_path, summarizer)
@@ -177,6 +188,7 @@ def test_a_failed_recap_on_the_gate_path_falls_to_the_emergency_drop(tmp_path: P
     done = compactions(events)
     assert done[0].tokens_before < 0.95 * engine.budget.input_budget
     assert summarizer.asked and done[-1].reason == "emergency"
+    assert "the model was asked for one and wrote none" in done[-1].note
     assert done[-1].tokens_after <= engine.budget.target
 
 
@@ -193,6 +205,7 @@ def test_when_level_three_does_not_fit_the_emergency_drop_follows(tmp_path: Path
         ContextOverflowError("too long", prompt_tokens=3 * sent.estimated_tokens), 8)
     levels = [(e.level, e.reason) for e in events]
     assert (3, "server reported overflow") in levels and levels[-1] == (4, "emergency")
+    assert "left the prompt over the window" in events[-1].note
     assert summarizer.asked  # levels 2 and 3 still asked for their recap
     assert len(engine.history) <= 2 and TASK in engine.messages()[1].content
 

@@ -149,7 +149,7 @@ def test_a_server_slow_to_start_is_left_out_after_its_timeout(
     assert not [e for e in turn(session, "again") if isinstance(e, Notice)]  # told once
 
 
-def test_mcp_restart_changes_the_tool_list_and_counts_the_reprocessing(
+def test_mcp_restart_with_the_same_tools_reprocesses_nothing(
         tmp_path: Path, sessions: list[Session]) -> None:
     write_global(table("basic", "basic", trust="true"))
     provider = ScriptedProvider([call("mcp__basic__dies"), reply("It died.")])
@@ -161,11 +161,12 @@ def test_mcp_restart_changes_the_tool_list_and_counts_the_reprocessing(
     assert listed.rows[0][2].startswith("down")
     assert session.agent.context.usage().reprocessed == 0
     restarted = dispatch("/mcp restart basic", session.agent)
-    assert "re-processes the whole prompt" in restarted.text
     assert restarted.rows[0][2] == "ready"
-    reprocessed = session.agent.context.usage().reprocessed
-    assert reprocessed >= session.agent.context.estimate() > 0  # the whole prompt
-    assert f"The server computed {reprocessed} cached tokens again" in dispatch(
+    # the server came back with the same tools: the prompt does not change, so nothing
+    # is re-processed and nothing is said about it
+    assert "re-processes the whole prompt" not in restarted.text
+    assert session.agent.context.usage().reprocessed == 0
+    assert "The server computed 0 cached tokens again" in dispatch(
         "/context", session.agent).footer
     provider.add(call("mcp__basic__add", a=1, b=1), reply("2"))
     events = turn(session, "add")

@@ -94,8 +94,10 @@ def test_switching_rebuilds_the_budget_and_compacts_when_it_no_longer_fits(
         tmp_path: Path) -> None:
     big = "\n".join(f"line {i} of a long file in the project" for i in range(600))
     (tmp_path / "big.txt").write_text(big)
-    reads = [Reply(tool_calls=(("read_file", {"file_path": "big.txt", "offset": 1 + 100 * n,
-                                              "limit": 100}),)) for n in range(6)]
+    # Many small reads: shrunk to records they still overflow the small window's target,
+    # so turns are dropped and the new model writes the recap.
+    reads = [Reply(tool_calls=(("read_file", {"file_path": "big.txt", "offset": 1 + 20 * n,
+                                              "limit": 20}),)) for n in range(30)]
 
     def recap_or(answer: Reply) -> object:
         return lambda body: answer if body.get("tools") else Reply(text="A recap.")

@@ -83,28 +83,12 @@ def test_length_stop_short_of_max_output_with_unknown_window() -> None:
     assert err is not None and err.kind == "length" and err.window == 4096
 
 
-def test_prompt_count_pinned_at_the_window_is_silent_truncation() -> None:
-    err = classify_overflow(request(estimate=6000), 4096, completion=done("ok", (4090, 10)),
-                            counts_include_cache=False)
-    assert err is not None and err.kind == "truncated" and err.prompt_tokens == 4090
-
-
-def test_estimate_well_over_the_window_is_silent_truncation() -> None:
-    err = classify_overflow(request(estimate=5000), 4096, completion=done("ok", (1500, 10)),
-                            counts_include_cache=False)
-    assert err is not None and err.kind == "truncated"
-
-
-def test_small_count_after_cache_reuse_is_not_truncation_for_ollama() -> None:
-    # Ollama's prompt_eval_count excludes the reused KV-cache prefix: 300 of 6000 is normal.
-    reply = done("ok", (300, 10))
-    assert classify_overflow(request(estimate=6000), 8192, completion=reply,
-                             counts_include_cache=False) is None
-
-
-def test_count_far_below_estimate_is_truncation_when_counts_include_cache() -> None:
-    err = classify_overflow(request(estimate=6000), 8192, completion=done("ok", (2000, 10)))
-    assert err is not None and err.kind == "truncated"
+@pytest.mark.parametrize(("estimate", "reported"), [(6000, 4090), (5000, 1500), (6000, 2000)])
+def test_a_reply_is_never_judged_cut_here(estimate: int, reported: int) -> None:
+    """Pinned at the window, far below our estimate: silent truncation shows only in the
+    figures, and the context engine judges those (calibration.py), by one rule."""
+    reply = done("ok", (reported, 10))
+    assert classify_overflow(request(estimate=estimate), 4096, completion=reply) is None
 
 
 def test_template_that_drops_tool_schemas_is_not_truncation() -> None:

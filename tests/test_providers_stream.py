@@ -296,12 +296,17 @@ def test_ollama_configured_window_is_the_num_ctx(fake_server: Make) -> None:
     assert server.num_ctx_seen == [12000, 12000]
 
 
-def test_ollama_silent_truncation_is_an_overflow(fake_server: Make) -> None:
+def test_ollama_silent_truncation_comes_back_with_its_figures(fake_server: Make) -> None:
+    """Ollama cuts a prompt over num_ctx and says nothing. The provider passes the reply
+    on with the server's figures, saying whether they cover cached tokens; the context
+    engine judges a cut from them (swival/context/calibration.py)."""
     server = fake_server(kind="ollama", window=2048)
     server.script(text("I only saw the end"))
-    with pytest.raises(ContextOverflowError) as err:
-        run(provider_for(server), ask("y" * 12000, estimate=3000))
-    assert err.value.kind == "truncated" and err.value.window == 2048
+    provider = provider_for(server)
+    _, done = run(provider, ask("y" * 12000, estimate=3000))
+    assert done.message.content == "I only saw the end"
+    assert done.usage is not None and 0 < done.usage.prompt_tokens <= 2048
+    assert getattr(provider, "counts_include_cache", True) is False
 
 
 def test_ollama_errors_and_retries(fake_server: Make) -> None:

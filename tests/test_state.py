@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from swival.config import Settings, user_state_dir
-from swival.context.engine import ContextEngine, ContextSettings, Extras
-from swival.context.knowledge import Knowledge
+from swival.context.engine import ContextEngine, ContextSettings, Storage
 from swival.context.transcript import Transcript
 from swival.errors import UsageError
 from swival.messages import Message, ToolCall, ToolResult
@@ -213,15 +212,15 @@ def test_a_spill_never_writes_through_a_planted_file(tmp_path: Path) -> None:
 
 def test_the_context_layer_spills_and_records_redacted(tmp_path: Path) -> None:
     engine = ContextEngine(
-        ContextSettings(window=4096), "system", [], knowledge=Knowledge(None),
-        extras=Extras(state_dir=tmp_path, redactor=REDACTOR))
+        ContextSettings(window=4096), "system", [],
+        storage=Storage(tmp_path, redactor=REDACTOR))
     engine.add_user("run it")
     call_ = ToolCall(id="c1", name="run_command", arguments={"command": "env"})
     engine.add_assistant(Message(role="assistant", content=f"say {KEY}", tool_calls=(call_,)))
     body = "\n".join(f"VAR{n}={KEY}" for n in range(3000))
     seen = engine.add_tool_result(call_, ToolResult(body, meta={"kind": "command"}),
                                   read_only=True)
-    spilled = Path(seen.meta["spill_path"])
+    spilled = tmp_path.parent / seen.meta["spill_path"]  # relative to the project root
     assert spilled.parent == spill_folder(tmp_path, engine.session_id)
     assert KEY not in spilled.read_text() and "VAR2999=[redacted:OPENAI_API_KEY]" in (
         spilled.read_text())

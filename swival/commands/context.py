@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from swival.agent import Agent
 from swival.commands.reply import CommandReply, error, parse_flags
-from swival.context.compactor import NEARLY_FULL
 from swival.context.snapshot import Restored
 from swival.events import Compacted
 from swival.providers.factory import spent
@@ -119,21 +118,27 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
                                              usage.user, usage.assistant, usage.tool_results),
                 strict=True)
     rows = [(label, str(value), _share(value, window)) for label, value in parts]
-    rows += [("= in use", str(usage.used), _share(usage.used, window)),
-             ("reserved for the reply", str(usage.output_reserve),
+    rows.append(("= in use", str(usage.counted), _share(usage.counted, window)))
+    if usage.used != usage.counted:  # the server's tokenizer counts otherwise
+        rows.append((f"  as the server counts it (×{usage.factor:.2f})", str(usage.used),
+                     _share(usage.used, window)))
+    rows += [("reserved for the reply", str(usage.output_reserve),
               _share(usage.output_reserve, window)),
              ("free", str(usage.free), _share(usage.free, window))]
     footer = (
+        "The parts are Swival's own count; the server's count (learned from its replies) "
+        "is what compaction acts on.\n"
         f"Window {window} tokens; input budget {usage.input_budget} (the window minus the "
         "reply reserve).\nCompaction thresholds:\n"
-        f"  level 1 (shrink old tool results) when the prompt reaches {usage.trigger} tokens "
-        f"({_share(usage.trigger, window)} of the window) — /compact;\n"
+        f"  level 1 (shrink old tool results) once the prompt reaches {usage.trigger} tokens "
+        f"({_share(usage.trigger, window)} of the window), after a small turn, and before "
+        f"it passes {usage.input_budget} — /compact;\n"
         f"  level 2 (drop low-value turns for a recap) if still above {usage.target} "
         f"({_share(usage.target, window)}) — /compact --drop;\n"
         f"  level 3 (keep pinned knowledge, a recap and the last two turns) if still "
         f"above {usage.target};\n"
         f"  emergency (pinned knowledge and the last turn, no model call) when no recap "
-        f"comes, from {int(NEARLY_FULL * usage.input_budget)} tokens, or if nothing else "
+        f"comes, from {usage.emergency} tokens, or if nothing else "
         "fits.\n"
         f"Compactions so far: {usage.compactions}. The server computed {usage.reprocessed} "
         "cached tokens again because of them and of changes to the tool list (/mcp, /plan).")

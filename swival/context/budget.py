@@ -4,7 +4,7 @@
     output_reserve  min(max_output_tokens, max(OUTPUT_FLOOR, 15 % of the window))
     input_budget    window - output_reserve      (8192 -> 6964)
     trigger         compaction_trigger * input_budget   (85 %)
-    target          compaction_target * input_budget    (60 %)
+    target          compaction_target * input_budget    (55 %)
 
 The reply's real `max_tokens` is recomputed before every call as whatever the window
 has left after the prompt (minus a small safety margin), capped by max_output_tokens
@@ -16,7 +16,6 @@ OUTPUT_FLOOR (or max_output_tokens, if smaller) is not sent.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 OUTPUT_FLOOR = 256  # the smallest room for a reply we send a prompt with
 OUTPUT_SHARE = 0.15  # share of the window held back for the reply when budgeting
@@ -58,7 +57,7 @@ class Budget:
 
 
 def exhausted_text(window: int, estimate: int, schema_tokens: int,
-                   transcript: Path | None) -> str:
+                   transcript: str | None) -> str:
     """What the user reads when even the deepest compaction leaves no room."""
     where = f" The full conversation is saved in {transcript}." if transcript else ""
     return (

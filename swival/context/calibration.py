@@ -17,23 +17,29 @@ least that big: it may raise the factor to its ratio, never lower it. Otherwise 
 better the cache works, the more we would under-count, until prompts overflow.
 
 Silent truncation (Ollama cuts the oldest messages to fit `num_ctx` and says
-nothing) shows in a complete count only, and only for a prompt that fills at least
+nothing) is judged here and nowhere else (the providers report only what a server
+says outright), from a complete count, and only for a prompt that fills at least
 half of the window we budget on (small prompts differ from our count for harmless
 reasons, such as chat templates that leave out the tool schemas). The figure is
-compared with what the server *should* have counted: our raw count times the ratio
-the previous complete counts showed (`baseline`; servers tokenize differently, and
-the moving-average factor lags behind). Either sign is enough, on the first reply
-that shows it:
+compared with what the
+server *should* have counted: our raw count times the ratio the previous complete
+counts showed (`baseline`; servers tokenize differently, and the moving-average
+factor lags behind). Either sign is enough, on the first reply that shows it:
 
-- the count sits just under a power of two (97-100 % of it) that is smaller than the
-  window we assumed, while the expected count is over it: the server runs that window;
+- the count sits just under a power of two no larger than the window we budget on
+  (97-100 % of it) while the expected count is over it (by 2 %): the server runs that
+  window. A count at the window with an expected count under it is an ordinary full
+  prompt, not a cut;
 - the count is far below the expected one: under 85 % of it (under 60 % before any
   complete count has given a baseline).
 
-The learned window is the power of two at or above the count, when that is smaller
-than the window we assumed and the expected count is over it (local servers run
-power-of-two windows by default); else the count itself, which is what the server
-kept. A second cut under a learned power of two thus falls back to the count.
+Only a complete count shows a cut: one that may leave out cached tokens is small
+after every cache hit, and falls just under some power of two by chance.
+
+The learned window is that power of two (local servers run power-of-two windows by
+default), else the count itself, which is what the server kept. A second cut under
+a learned power of two thus falls back to the count. When the power of two is the
+window we budget on, the window stays and the engine raises its count instead.
 """
 
 from __future__ import annotations
@@ -133,12 +139,13 @@ class Calibration:
             return None
         expected = reading.raw * (self.baseline or 1.0)
         power = _power_of_two_above(reading.reported)
-        pinned = (power < window and reading.reported >= PINNED_SHARE * power
+        pinned = (power <= window and reading.reported >= PINNED_SHARE * power
                   and expected > PINNED_MARGIN * power)
         share = FAR_BELOW if self.baseline is not None else FAR_BELOW_FIRST
-        if not pinned and reading.reported >= share * expected:
+        far_below = reading.reported < share * expected
+        if not (pinned or far_below):
             return None
-        if power < window and expected > power:
+        if power <= window and expected > power:
             return power
         return max(SMALLEST_WINDOW, min(window - 1, reading.reported))
 

@@ -28,16 +28,26 @@ from swival.context.gate import Gate, Option, options
 from swival.context.history import History
 from swival.context.measure import Measure
 from swival.context.snapshot import Scope
+from swival.errors import ContextOverflowError
 from swival.events import Compacted
 from swival.messages import Message
 
-KEEP_TURNS = 2  # levels 1 and 3 keep the last two turns whole
+KEEP_TURNS = 2  # level 3 keeps the last two turns (level 1: gate.keep)
 RECAP_SHARE, RECAP_MAX = 0.08, 1200  # recap size: share of the input budget, at most
 # Level 2 re-renders the pinned block, so the server re-reads the whole prompt: make
 # that rewrite buy headroom by landing this share of the input budget under the target.
 DROP_MARGIN = 0.15
 NEARLY_FULL = 0.95  # from this share of the input budget no recap is asked: emergency
 EMERGENCY, EMERGENCY_LEVEL = "emergency", 4
+# Why an emergency drop made no recap, as its note tells the person.
+NO_RECAP, TOO_FULL, STILL_OVER, REJECTED = "no recap", "too full", "still over", "rejected"
+CAUSES = {
+    NO_RECAP: "the model was asked for one and wrote none (the request failed or came "
+              "back empty)",
+    TOO_FULL: "the prompt was too close to the window to ask the model for one",
+    STILL_OVER: "even the deepest compaction with a recap left the prompt over the window",
+    REJECTED: "the server still rejected the prompt after the deepest compaction",
+}
 
 
 @dataclass
@@ -74,12 +84,41 @@ class Compactor:
     def recap_tokens(self) -> int:
         return min(RECAP_MAX, int(self.gate.budget.input_budget * RECAP_SHARE))
 
-    def due(self, state: State, turn: int, reason: str) -> list[Compacted]:
+    def due(self, state: State, turn: int, reason: str, wait: bool = True
+            ) -> list[Compacted]:
         """Compact when the prompt reached the trigger, starting one level deeper than
-        the last compaction if nothing came in since."""
-        if not self.gate.due(self.measure.tokens(state.history)):
+        the last compaction if nothing came in since; but choose the moment (gate.py):
+        below the input budget, a rewrite waits for a cheap moment while level 1 could
+        still do it, and a cheap moment takes the level-1 option that costs least per
+        token of room among those that free enough (gate.Policy). Without `wait` (the
+        server has nothing cached to lose), down to the target at once."""
+        tokens = self.measure.tokens(state.history)
+        if not self.gate.due(tokens):
             return []
+        waits = wait and self.gate.policy.wait
+        if waits and not self.gate.forced(tokens) and state.last_level == 0:
+            measured, unsent = self._measured(state, 1), self._unsent(state)
+            if not self.gate.cheap(unsent):
+                if self.gate.choose(measured) is not None:
+                    return []  # level 1 can still do it at a better moment
+            else:
+                chosen = self.gate.choose(measured, self.gate.opportune(), unsent)
+                if chosen is not None:
+                    return self._only(state, chosen, reason, turn)
         return self.run(state, turn, reason, state.last_level + 1, hurry=True)
+
+    def _unsent(self, state: State) -> int:
+        """The messages not sent yet (calibrated): a rewrite now makes the server compute
+        them in a prompt it rebuilds, on top of what the rewrite itself costs."""
+        return self.measure.calibration.apply(self.measure.unsent(state.history, state.sent))
+
+    def _only(self, state: State, option: Option, reason: str, turn: int
+              ) -> list[Compacted]:
+        """One level-1 rewrite, charged as such."""
+        start = self.measure.cost(state.history, state.sent)
+        state.last_level = 1
+        event = self._apply(state, option, reason, turn)
+        return self._charge(state, [event] if event else [], start)
 
     def run(self, state: State, turn: int, reason: str, first: int,
             hurry: bool = False) -> list[Compacted]:
@@ -90,26 +129,52 @@ class Compactor:
         carries what they make it compute again, together."""
         events: list[Compacted] = []
         start = self.measure.cost(state.history, state.sent)
-        budget, stopped = self.gate.budget, False
+        budget, cause, unsent = self.gate.budget, "", self._unsent(state)
         for level in range(max(1, first), EMERGENCY_LEVEL):
             tokens = self.measure.tokens(state.history)
-            stopped = hurry and level > 1 and tokens >= NEARLY_FULL * budget.input_budget
-            if stopped:
+            if hurry and level > 1 and tokens >= NEARLY_FULL * budget.input_budget:
+                cause = TOO_FULL
                 break
             measured = self._measured(state, level)
             state.last_level = level
-            chosen = self.gate.choose(measured) or min(measured, key=lambda o: o.tokens,
-                                                       default=None)
+            chosen = self.gate.choose(measured, overhead=unsent) or min(
+                measured, key=lambda o: o.tokens, default=None)
             event = self._apply(state, chosen, reason, turn) if chosen else None
-            stopped = chosen is not None and event is None  # the model wrote no recap
-            if stopped:
+            if chosen is not None and event is None:
+                cause = NO_RECAP
                 break
             events += [event] if event else []
             if self.gate.enough(self.measure.tokens(state.history)):
                 break
-        if stopped or self.measure.tokens(state.history) > budget.input_budget:
-            events += [e for e in [self.emergency(state, turn)] if e]
+        if not cause and self.measure.tokens(state.history) > budget.input_budget:
+            cause = STILL_OVER
+        if cause:
+            events += [e for e in [self.emergency(state, turn, cause)] if e]
         return self._charge(state, events, start)
+
+    def overflow(self, state: State, error: ContextOverflowError, turn: int,
+                 sent: int | None) -> list[Compacted]:
+        """The server rejected (or cut) the last prompt, which we counted as `sent` raw
+        tokens: adopt its figures, compact one level deeper than last time (past level
+        3, the emergency drop again); [] when there is nothing left to compact."""
+        budget, calibration = self.gate.budget, self.measure.calibration
+        learned = error.window is not None and error.window < budget.window
+        if learned and error.window is not None:
+            self.gate.budget = replace(budget, window=error.window)
+        if error.kind == "truncated" and learned:
+            pass  # the count is what the server kept, not the prompt: the window is the lesson
+        elif error.prompt_tokens and sent is not None:
+            calibration.jump(error.prompt_tokens, sent)
+        else:
+            # No figure: the rejected prompt was at least as large as the input budget
+            # (else the server would have taken it), and we undercounted by a tenth at least.
+            raw = self.measure.raw(state.history)
+            least = self.gate.budget.input_budget + 1
+            calibration.jump(max(int(raw * calibration.factor * 1.1), least), raw)
+        events = self.run(state, turn, "server reported overflow", state.last_level + 1)
+        if not events:  # past level 3: the server's word outweighs our estimate
+            events = [e for e in [self.emergency(state, turn, REJECTED)] if e]
+        return events
 
     def _charge(self, state: State, events: list[Compacted], start: int) -> list[Compacted]:
         if not events:
@@ -132,7 +197,7 @@ class Compactor:
             best = min(self._measured(state, n), key=lambda o: o.tokens, default=None)
             event = self._apply(state, best, reason, turn, focus) if best else None
             if best is not None and event is None:
-                event = self.emergency(state, turn)
+                event = self.emergency(state, turn, NO_RECAP)
             done += [event] if event else []
         if not done:
             return None
@@ -146,7 +211,8 @@ class Compactor:
         aim = max(budget.target // 2, budget.target - int(budget.input_budget * DROP_MARGIN))
         factor = self.measure.calibration.factor
         over = int((self.measure.tokens(state.history) - aim) / factor) + self.recap_tokens()
-        found = options(state.history, level, KEEP_TURNS, self.measure.counter.message, over)
+        keep = self.gate.keep(state.history) if level == 1 else KEEP_TURNS
+        found = options(state.history, level, keep, self.measure.counter.message, over)
         return [self._option(state, level, h, d) for h, d in found
                 if h.turns != state.history.turns]
 
@@ -180,10 +246,11 @@ class Compactor:
         history = replace(history, recap=recap, pinned=None)
         return replace(history, pinned=self._render(history))
 
-    def emergency(self, state: State, turn: int) -> Compacted | None:
+    def emergency(self, state: State, turn: int, cause: str) -> Compacted | None:
         """The emergency drop (see the module docstring): the first of last turn whole,
         last turn shrunk, no turn at all that reaches the target, else the smallest.
-        None when there is nothing left to drop."""
+        `cause` (one of the CAUSES) is why no recap was made, as the event's note tells
+        the person. None when there is nothing left to drop."""
         history = state.history
         kept, dropped = passes.nuclear(history, 1)
         everything = history.messages()
@@ -199,8 +266,8 @@ class Compactor:
         state.scope, state.last_level = state.scope.rewritten(), EMERGENCY_LEVEL
         event = self.commit(state, chosen, EMERGENCY_LEVEL, (EMERGENCY, turn))
         return replace(event, note=(
-            "Older turns were dropped without a recap to fit the window (no model call); "
-            f"the whole conversation stays in {self.recaps.transcript}."))
+            f"Older turns were dropped without a recap: {CAUSES[cause]}. The whole "
+            f"conversation stays in {self.recaps.transcript}."))
 
     def commit(self, state: State, history: History, level: int,
                why: tuple[str, int]) -> Compacted:

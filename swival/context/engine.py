@@ -25,82 +25,79 @@ due now (Knowledge.tail_notes) go at the end of the newest message not yet sent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from swival.context import caps, pinned, snapshot
-from swival.context.api import ContextSettings, ContextUsage, Extras, Prepared
+from swival.context import pinned, snapshot
+from swival.context.api import ContextSettings, ContextUsage, Prepared
 from swival.context.background import Background, Checkpoints
 from swival.context.budget import OUTPUT_FLOOR, Budget, exhausted_text
 from swival.context.calibration import Calibration, Reading
-from swival.context.compactor import Compactor, Recaps, State
+from swival.context.compactor import NEARLY_FULL, Compactor, Recaps, State
 from swival.context.gate import Gate
 from swival.context.history import Facts, History
+from swival.context.intake import Intake, Part, Sent
 from swival.context.knowledge import Knowledge
 from swival.context.ledger import Ledger
 from swival.context.measure import Measure
 from swival.context.restore import Restorer
 from swival.context.resume import rebuild, transcript_meta
 from swival.context.snapshot import Refused, Restored
+from swival.context.storage import Memory, ServerAid, Storage
 from swival.context.summarize import Recapper, Summarizer, fallback_recap
 from swival.context.tokens import TokenCounter
-from swival.context.transcript import Transcript, new_session_id, replay
-from swival.effects import SnapshotEffect, ThinkEffect, TodoEffect
+from swival.context.transcript import replay
 from swival.errors import ContextExhausted, ContextOverflowError
 from swival.events import Checkpointed, Compacted
 from swival.messages import Message, ToolCall, ToolResult, Usage
-from swival.redaction import Redactor
 
-__all__ = ["ContextEngine", "ContextSettings", "Extras", "Prepared", "Summarizer"]
-
-USER_SHARE = 0.5  # a pasted request may take at most this share of the input budget
-EXACT_NEAR = 0.9  # share of the trigger from which the server's exact count is asked
+__all__ = ["ContextEngine", "ContextSettings", "Prepared", "ServerAid", "Storage", "Summarizer"]
 
 
 class ContextEngine:
     """See the module docstring for the call order and the guarantees."""
 
     def __init__(self, settings: ContextSettings, system_prompt: str,
-                 tool_schemas: Sequence[Any], *, knowledge: Knowledge,
-                 extras: Extras | None = None) -> None:
-        extras = extras or Extras()
-        self.settings, self.knowledge, self.summarize = settings, knowledge, extras.summarize
-        self.state_dir = state_dir = extras.state_dir
-        self.counter = extras.counter or TokenCounter()
+                 tool_schemas: Sequence[Any], *, storage: Storage | Memory | None = None,
+                 server: ServerAid | None = None) -> None:
+        """`storage`: where the session is kept (None keeps everything in memory: no
+        transcript, nothing saved, todos not written); `server`: what the model server
+        does for the engine (recaps, its own prompt counts)."""
+        server = server or ServerAid()
+        self.settings, self.storage = settings, storage or Memory()
+        self.summarize = server.summarize
+        self.knowledge = Knowledge(self.storage.state_dir if self.storage.keep_todos else None)
+        self.counter = TokenCounter()
         self.calibration = Calibration()
         self.gate = Gate(Budget(settings.window, settings.max_output_tokens,
                                 settings.compaction_trigger, settings.compaction_target))
         self._view = pinned.View(Message("system", system_prompt))
         self._schemas = tuple(tool_schemas)
-        self._exact = extras.exact
-        self._exactly: History | None = None  # the history last counted by the server
-        self._measure = Measure(self.counter, self.calibration, self._view, tool_schemas)
-        self.redactor = extras.redactor or Redactor()
-        self._on_transcript = extras.on_transcript
-        self._on_seal = extras.on_seal
-        self.session_id = extras.session_id or new_session_id()
-        self.transcript_path = (state_dir / "sessions" / f"{self.session_id}.jsonl"
-                                if state_dir else None)
-        where = str(self.transcript_path or "no file (no state directory)")
+        self._measure = Measure(self.counter, self.calibration, self._view, tool_schemas,
+                                server.count)
         self._compactor = Compactor(self._measure, self.gate, self._render,
-                                    Recaps(self._recap, self._marker, where), self._record)
-        self._restorer = Restorer(self._compactor, knowledge, self._render)
-        self._transcript = self._open_transcript(self.transcript_path) if (
-            self.transcript_path) else None
-        self._checkpoints = Checkpoints(Background(self._checkpoint_recap), knowledge,
+                                    Recaps(self._recap, self._marker, self.storage.where()),
+                                    self._record)
+        self._restorer = Restorer(self._compactor, self.knowledge, self._render)
+        self._transcript = self.storage.transcript()
+        self._checkpoints = Checkpoints(Background(self._checkpoint_recap), self.knowledge,
                                         self.counter.text) if (
             settings.proactive_summaries and self.summarize) else None
         self._fresh_state()
 
-    def _open_transcript(self, path: Path, resume: bool = False) -> Transcript:
-        return Transcript(path, self.redactor, resume=resume, on_create=self._on_transcript,
-                          on_seal=self._on_seal)
+    @property
+    def session_id(self) -> str:
+        return self.storage.session_id
 
-    def _spill(self, stem: str) -> Callable[[str], Path | None]:
-        """Saves an oversized text, redacted, in this session's spill folder."""
-        return caps.spill_writer(self.state_dir, self.session_id, self.redactor, stem)
+    @property
+    def transcript_path(self) -> Path | None:
+        return self.storage.transcript_path
+
+    def _intake(self) -> Intake:
+        return Intake(self.budget.input_budget, self.settings.tool_result_share,
+                      self.counter.text, self.storage.save)
 
     def _fresh_state(self) -> None:
         self._state = State()
@@ -141,16 +138,16 @@ class ContextEngine:
         if self._transcript:
             self._transcript.message(message, meta)
 
-    def add_user(self, text: str, extra: str = "") -> None:
-        """Append a request, with `extra` after it: what the harness adds (attached
-        files, notes), which the ledger does not record as part of the request. One too
-        big for the window is cut to a preview and saved."""
+    def add_user(self, text: str, extra: str = "", parts: Sequence[Part] = (),
+                 heading: str = "") -> Sent:
+        """Append a request with what the harness attaches to it (`parts`, e.g. files
+        named with @, after a `heading` line) and adds after it (`extra`: notes); the
+        ledger records the request alone. Each is cut to the window (intake.py);
+        returns what the model got."""
         self._ledger.record_user(text)
-        limit = int(self.budget.input_budget * USER_SHARE)
-        whole = f"{text}\n\n{extra}" if extra else text
-        content, _ = caps.cap_result(whole, {"kind": "generic"}, limit, self.counter.text,
-                                     self._spill("request"))
+        content, sent = self._intake().request(text, (heading, parts), extra)
         self.add_note(content)
+        return sent
 
     def add_note(self, text: str) -> None:
         """A note from the harness to the model, as a user message the ledger does not
@@ -165,14 +162,10 @@ class ContextEngine:
 
     def add_tool_result(self, call: ToolCall, result: ToolResult, *, read_only: bool
                         ) -> ToolResult:
-        """Cap, record and append one result; return it as the model will see it."""
-        limit = max(64, int(self.budget.input_budget * self.settings.tool_result_share))
-        content, path = caps.cap_result(result.content, result.meta, limit, self.counter.text,
-                                        self._spill(call.name))
-        final = result if path is None and content == result.content else replace(
-            result, content=content,
-            meta={**result.meta, **({"spill_path": str(path)} if path else {})})
-        message = Message("tool", content, tool_call_id=call.id, name=call.name)
+        """Cap, record and append one result; return it as the model will see it (with
+        `meta["context_cut"]` and `meta["spill_path"]` when it was cut: intake.py)."""
+        final = self._intake().tool_result(result, call.name)
+        message = Message("tool", final.content, tool_call_id=call.id, name=call.name)
         self._ledger.record_result(call, result)
         self._batch.append(read_only)
         self._append(message, Facts.of(call, result, read_only),
@@ -189,33 +182,19 @@ class ContextEngine:
         if notes:
             self._attach(notes)
         events: list[Compacted | Checkpointed] = list(self._proactive(turn))
-        self._count_exactly()
+        self._measure.count_exactly(self._state.history, self.budget.trigger)
         return events + self._compactor.due(self._state, turn, "after tool results")
-
-    def _count_exactly(self) -> None:
-        """Where the server counts prompts itself (llama.cpp): before the first request,
-        and once per history when the estimate nears the trigger (never far from it)."""
-        history = self._state.history
-        if self._exact is None or history is self._exactly or (
-                self._exactly is not None
-                and self.estimate() < EXACT_NEAR * self.budget.trigger):
-            return
-        self._exactly = history
-        self._measure.count_exactly(history, self._exact, self._schemas)
 
     def _attach(self, notes: list[str]) -> None:
         state = self._state
-        last = state.history.last_message()
         unsent = len(state.history.messages()) > len(state.sent.messages())
-        if last is not None and last.role == "tool" and unsent:
-            amended = replace(last, content=last.content + "\n\n" + "\n".join(notes))
-            turns = state.history.turns
-            state.history = state.history.with_turns(
-                turns[:-1] + (turns[-1].with_last(amended, self.counter.message),))
-            if self._transcript:
-                self._transcript.amend(amended)
-        else:  # nothing unsent to carry them: they ride on the next user message
+        noted = state.history.noted("\n".join(notes), self.counter.message) if unsent else None
+        if noted is None:  # nothing unsent to carry them: they ride on the next user message
             self._notes.extend(notes)
+            return
+        state.history = noted
+        if self._transcript and (last := noted.last_message()):
+            self._transcript.amend(last)
 
     def end_turn(self, turn: int) -> list[Checkpointed]:
         """Between user requests: collect and start proactive checkpoints."""
@@ -226,7 +205,7 @@ class ContextEngine:
     def prepare(self, turn: int) -> Prepared:
         """Compact if needed and return the request. Raises ContextExhausted (exit 5)
         when even the deepest compaction leaves too little room for a reply."""
-        self._count_exactly()
+        self._measure.count_exactly(self._state.history, self.budget.trigger)
         events = self._compactor.due(self._state, turn, "before model call")
         raw = self._measure.raw(self._state.history)
         estimate = self.calibration.apply(raw)
@@ -262,18 +241,18 @@ class ContextEngine:
         self.settings = replace(self.settings, window=window)
         self.gate.budget = replace(self.budget, window=window)
         self.calibration.forget()
-        self._exactly = None
-        return self._compactor.due(self._state, turn, "model switched")
+        self._measure.recount()
+        self._state.sent = History()  # the new model has nothing cached: nothing to lose
+        return self._compactor.due(self._state, turn, "model switched", wait=False)
 
     def _render(self, history: History) -> Message | None:
         return pinned.render(self._ledger, self.knowledge.pinned_sections(), history,
-                             str(self.transcript_path or "no file"))
+                             self.storage.where())
 
     def _recapper(self) -> Recapper | None:
         if self.summarize is None:
             return None
-        return Recapper(self.summarize, self.counter.text,
-                        str(self.transcript_path or "the session transcript"),
+        return Recapper(self.summarize, self.counter.text, self.storage.where(),
                         self.budget.input_budget, self._compactor.recap_tokens())
 
     def _recap(self, history: History, dropped: Sequence[Message],
@@ -287,8 +266,7 @@ class ContextEngine:
         """A recap made without the model: the previous recap, the checkpoint summaries
         and a marker naming the transcript (summarize.fallback_recap)."""
         return fallback_recap(history.recap, len(dropped), self.knowledge.checkpoint_text(),
-                              self._compactor.recaps.transcript,
-                              self._compactor.recap_tokens() * 6)
+                              self.storage.where(), self._compactor.recap_tokens() * 6)
 
     def _record(self, history: History, event: Compacted) -> None:
         if self._checkpoints:
@@ -314,30 +292,15 @@ class ContextEngine:
         """The server rejected (or cut) the last prompt: adopt its figures, compact one
         level deeper than last time (past level 3, the emergency drop again), and let
         the agent retry. ContextExhausted when there is nothing left to compact."""
-        learned = error.window is not None and error.window < self.budget.window
-        if learned and error.window is not None:
-            self.gate.budget = replace(self.budget, window=error.window)
-        if error.kind == "truncated" and learned:
-            pass  # the count is what the server kept, not the prompt: the window is the lesson
-        elif error.prompt_tokens and self._last is not None:
-            self.calibration.jump(error.prompt_tokens, self._last[1])
-        else:
-            # No figure: the rejected prompt was at least as large as the input budget
-            # (else the server would have taken it), and we undercounted by a tenth at least.
-            raw = self._measure.raw(self._state.history)
-            assumed = max(int(raw * self.calibration.factor * 1.1), self.budget.input_budget + 1)
-            self.calibration.jump(assumed, raw)
-        events = self._compactor.run(self._state, turn, "server reported overflow",
-                                     self._state.last_level + 1)
-        if not events:  # past level 3: the server's word outweighs our estimate
-            events = [e for e in [self._compactor.emergency(self._state, turn)] if e]
+        sent = self._last[1] if self._last is not None else None
+        events = self._compactor.overflow(self._state, error, turn, sent)
         if not events:
             raise ContextExhausted(self._exhausted_text(self.estimate()))
         return events
 
     def _exhausted_text(self, estimate: int) -> str:
         return exhausted_text(self.budget.window, estimate, self._measure.schema_tokens,
-                              self.transcript_path)
+                              self.storage.where() if self.transcript_path else None)
 
     # ----- knowledge and snapshots ---------------------------------------------------------
 
@@ -346,18 +309,7 @@ class ContextEngine:
         """Carry out a tool's effect; the returned result is not yet added (the agent
         adds it with add_tool_result, as for any tool). The results the engine writes
         carry their kind ("thought", "note", "summary") for compaction's scoring."""
-        effect = result.effect
-        if isinstance(effect, ThinkEffect | TodoEffect):
-            done = self.knowledge.apply(effect, turn)
-            kind = "thought" if isinstance(effect, ThinkEffect) else "note"
-            return replace(done, meta={**done.meta, "kind": kind}), []
-        if not isinstance(effect, SnapshotEffect):
-            return result, []
-        outcome = self._restorer.effect(self._state, effect, turn)
-        is_error = isinstance(outcome, Refused) and outcome.why != "empty"
-        events = [outcome.event] if isinstance(outcome, Restored) else []
-        return ToolResult(snapshot.for_model(outcome), is_error=is_error,
-                          meta={"kind": "summary", "summary": snapshot.for_person(outcome)}), events
+        return self._restorer.apply(self._state, result, turn)
 
     def save(self, label: str | None) -> snapshot.Saved:
         """/save: a checkpoint after the current turn."""
@@ -385,39 +337,35 @@ class ContextEngine:
         return recapper.recap(messages, None) if recapper else None
 
     def _proactive(self, turn: int) -> list[Checkpointed]:
-        if self._checkpoints is None:
-            return []
-        return self._checkpoints.step(turn, self._state.history.messages())
+        checkpoints, messages = self._checkpoints, self._state.history.messages()
+        return checkpoints.step(turn, messages) if checkpoints else []
 
     # ----- for the REPL ------------------------------------------------------------------------
 
     def usage(self) -> ContextUsage:
-        """Calibrated tokens per part, the budget's figures and the compactions' cost."""
-        def tokens(messages: Sequence[Message]) -> int:
-            return self.calibration.apply(sum(self.counter.message(m) for m in messages))
-
-        by_role = {role: tokens([m for m in self.history if m.role == role])
-                   for role in ("user", "assistant", "tool")}
-        pin = self._state.history.pinned
+        """Tokens per part in our own count (steady while the part is), their total as
+        the server counts it, the budget's figures and the compactions' cost."""
         budget = self.budget
         return ContextUsage(
-            system=tokens([self._view.system]),
-            tools=self.calibration.apply(self._measure.schema_tokens),
-            pinned=tokens([pin]) if pin else 0, user=by_role["user"],
-            assistant=by_role["assistant"], tool_results=by_role["tool"], used=self.estimate(),
-            window=budget.window, input_budget=budget.input_budget,
-            output_reserve=budget.output_reserve, trigger=budget.trigger, target=budget.target,
+            **self._measure.parts(self._state.history),
+            counted=self._measure.raw(self._state.history), used=self.estimate(),
+            factor=self.calibration.factor, window=budget.window,
+            input_budget=budget.input_budget, output_reserve=budget.output_reserve,
+            trigger=budget.trigger, target=budget.target,
+            emergency=int(NEARLY_FULL * budget.input_budget),
             compactions=self._state.compactions, reprocessed=self._state.reprocessed)
 
     def set_tool_schemas(self, schemas: Sequence[Mapping[str, Any]]) -> int:
-        """The tool list changed (MCP servers settled, /mcp, /plan). The schemas are counted from
-        now on; since they come first in the prompt, the next request makes the server
-        compute the whole prompt again: returns those tokens (0 before the first request)
-        and adds them to the re-processing count that /context shows, once however often
-        the list changes before that request."""
+        """The tool list may have changed (MCP servers settled, /mcp, /plan). When the
+        schemas differ from those in use, they are counted from now on; since they come
+        first in the prompt, the next request makes the server compute the whole prompt
+        again: returns those tokens (0 before the first request, and 0 when nothing
+        changed) and adds them to the re-processing count that /context shows, once
+        however often the list changes before that request."""
+        if tuple(schemas) == self._schemas:
+            return 0
         self._schemas = tuple(schemas)
         self._measure.set_schemas(self._schemas)
-        self._exactly = None  # the server's own count covered the old schemas
         if self._last is None:
             return 0
         tokens = self.estimate()
@@ -447,8 +395,10 @@ class ContextEngine:
         if state.rewritten:
             history = replace(history, pinned=self._render(history))
         self._state.history = history
-        self.session_id, self.transcript_path = path.stem, path
+        self.storage = self.storage.resumed(path)
+        self._compactor.recaps = replace(self._compactor.recaps,
+                                         transcript=self.storage.where())
         if self._transcript:
             self._transcript.close()
-        self._transcript = self._open_transcript(path, resume=True)
+        self._transcript = self.storage.transcript(path)
         return len(state.history)

@@ -19,8 +19,9 @@ What counts as a cause, by ecosystem (tests/data/errorlines/ holds real samples)
     Go       `panic: ...`, `--- FAIL: TestX` with the message under it, `x.go:5:6: ...`
     Rust     `error[E0308]: ...` with its ` --> file:line`, a test's `panicked at`
              with the assertion under it
-    Node     `TypeError: ...`, `Error: ...` (the stack below is skipped); Jest's `● test`
-             with the expectation under it
+    Node     `TypeError: ...`, `Error: ...`, `Error [ERR_MODULE_NOT_FOUND]: ...` (the
+             stack below is skipped); an unhandled rejection, by its reason; Jest's
+             `● test` with the expectation under it
     compilers  `file:line[:col]: error: ...` (gcc, clang, javac, mypy), tsc's
              `file(line,col): error TS...`
     tools    `error: ...`, `fatal: ...`, pip's `ERROR: ...`, `command not found`,
@@ -45,7 +46,11 @@ TRACEBACK = "Traceback (most recent call last):"
 
 # A line that names an exception, bare or in pytest's "E   " form.
 _EXCEPTION = re.compile(r"^\s*(?:E\s+)?(?:[A-Za-z_][\w.]*\.)?_*[A-Z]\w*"
-                        r"(?:Error|Exception|Exit|Interrupt)(?::.*)?$")
+                        r"(?:Error|Exception|Exit|Interrupt)(?: \[[A-Z][A-Z0-9_]*\])?(?::.*)?$")
+# Node's unhandled rejection of a value that is not an Error (bracketed before Node 20):
+# its first sentence is always the same, the reason comes last.
+_UNHANDLED = re.compile(r"^\[?UnhandledPromiseRejection: (?:.*?\. )??"
+                        r"(The promise rejected with the reason .*?)\]?(?: \{)?$")
 # The line that ends a Python traceback: a dotted identifier, maybe a message.
 _RAISED = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?::.*)?$")
 _PYTEST_E = re.compile(r"^E\s{2,}\S.*$")
@@ -77,7 +82,7 @@ _OUTCOMES = (
 )
 _COUNTED = re.compile(r"\b[1-9]\d* (?:failed|failures?|errors?|exceptions?)\b|errors=")
 _WEAK = (
-    re.compile(r"^.*(?:^|[\s:])(?:error|fatal|ERROR|Error)(?:\[\w+\])?: \S.*$"),
+    re.compile(r"^.*(?:^|[\s:])(?:error|fatal|ERROR|Error)(?: ?\[\w+\])?: \S.*$"),
     re.compile(r"^.*\b(?:command not found|No such file or directory|Permission denied"
                r"|Segmentation fault|Killed)\b.*$"),
 )
@@ -85,9 +90,9 @@ _WEAK = (
 
 # Every pattern above needs one of these; most lines of output have none, and are
 # passed over without trying the patterns (shrinking long command output stays cheap).
-_HINT = re.compile(r"rror|xception|Exit|Interrupt|FAIL|fatal|panic|●|fail|timed out|not found"
-                   r"|No such|denied|Segmentation|Killed|exit status|\*\*\*|^E\s|:\d+:",
-                   re.IGNORECASE)
+_HINT = re.compile(r"rror|xception|Exit|Interrupt|Rejection|FAIL|fatal|panic|●|fail"
+                   r"|timed out|not found|No such|denied|Segmentation|Killed|exit status"
+                   r"|\*\*\*|^E\s|:\d+:", re.IGNORECASE)
 
 
 def _matches(line: str, patterns: tuple[re.Pattern[str], ...]) -> bool:
@@ -129,7 +134,10 @@ class _Scan:
         self._pytest(line)
         if not _HINT.search(line):
             return
-        if _matches(line, _STRONG):
+        unhandled = _UNHANDLED.match(line.strip())
+        if unhandled:
+            self.cause = f"UnhandledPromiseRejection: {unhandled.group(1)}"
+        elif _matches(line, _STRONG):
             self.cause = line.strip()
         elif _matches(line, _WITH_NEXT):
             self.cause = f"{line.strip()} {_next_text(self.lines, index)}".strip()

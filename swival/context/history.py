@@ -124,3 +124,12 @@ class History:
 
     def last_message(self) -> Message | None:
         return self.turns[-1].messages[-1] if self.turns else None
+
+    def noted(self, note: str, count: Count) -> History | None:
+        """This history with `note` after the text of its last message, when that is a
+        tool result (None otherwise)."""
+        last = self.last_message()
+        if last is None or last.role != "tool":
+            return None
+        amended = replace(last, content=last.content + "\n\n" + note)
+        return self.with_turns(self.turns[:-1] + (self.turns[-1].with_last(amended, count),))

@@ -13,21 +13,41 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from swival.context.api import ExactCount
 from swival.context.calibration import Calibration
 from swival.context.history import History
 from swival.context.pinned import View
+from swival.context.storage import ExactCount
 from swival.context.tokens import TokenCounter
+from swival.messages import Message
 
 REPLY_PRIMING = 3  # the tokens that open the reply (TokenCounter.messages adds them too)
 
 
+def _identity(message: Message) -> object:
+    """What names a message across a rewrite that shrinks it: a tool result by the call
+    it answers, an assistant message by its calls, anything else by the object."""
+    if message.role == "tool" and message.tool_call_id:
+        return ("tool", message.tool_call_id)
+    if message.tool_calls:
+        return ("calls", tuple(c.id for c in message.tool_calls))
+    return id(message)
+
+
+EXACT_NEAR = 0.9  # share of the trigger from which the server's exact count is asked
+
+
 class Measure:
+    """Sizes and costs of histories; `exact`, where the server counts prompts itself
+    (llama.cpp), calibrates on its count (see `count_exactly`)."""
+
     def __init__(self, counter: TokenCounter, calibration: Calibration, view: View,
-                 schemas: Sequence[Mapping[str, Any]]) -> None:
+                 schemas: Sequence[Mapping[str, Any]], exact: ExactCount | None = None
+                 ) -> None:
         self.counter, self.calibration, self.view = counter, calibration, view
         self._schemas = tuple(schemas)
         self._schema_count: int | None = None
+        self.exact = exact
+        self._exactly: History | None = None  # the history last counted by the server
 
     @property
     def schema_tokens(self) -> int:
@@ -39,9 +59,21 @@ class Measure:
         return self._schema_count
 
     def set_schemas(self, schemas: Sequence[Mapping[str, Any]]) -> None:
-        """The tool list changed: count these schemas from now on."""
+        """The tool list changed: count these schemas from now on (and ask the server
+        again: its count covered the old ones)."""
         self._schemas = tuple(schemas)
         self._schema_count = None
+        self._exactly = None
+
+    def parts(self, history: History) -> dict[str, int]:
+        """Our own count of each part of the request (/context)."""
+        count = self.counter.message
+        by_role = {role: sum(count(m) for m in history.messages() if m.role == role)
+                   for role in ("user", "assistant", "tool")}
+        return {"system": count(self.view.system), "tools": self.schema_tokens,
+                "pinned": count(history.pinned) if history.pinned else 0,
+                "user": by_role["user"], "assistant": by_role["assistant"],
+                "tool_results": by_role["tool"]}
 
     def raw(self, history: History, remember: bool = True) -> int:
         """Our uncalibrated count of the whole request (messages and tool schemas), from
@@ -82,14 +114,15 @@ class Measure:
         return rest + sum(self.counter.message(m) for m in first.messages[same:])
 
     def unsent(self, history: History, sent: History) -> int:
-        """Tokens of `history` after the last message of `sent`: new to the server."""
+        """Tokens of `history` after the last message of `sent`: new to the server. That
+        message may have been shrunk since (it is found by the call it answers)."""
         if not sent.turns:
             return history.tokens
-        last = sent.turns[-1].messages[-1]
+        last = _identity(sent.turns[-1].messages[-1])
         tokens = 0
         for turn in reversed(history.turns):
             for message in reversed(turn.messages):
-                if message is last:
+                if _identity(message) == last:
                     return tokens
                 tokens += self.counter.message(message)
         return 0
@@ -98,9 +131,18 @@ class Measure:
         """Tokens the server must compute again if `history` is sent after `sent`."""
         return max(0, self.tail(history, sent) - self.unsent(history, sent))
 
-    def count_exactly(self, history: History, exact: ExactCount,
-                      schemas: Sequence[Mapping[str, Any]]) -> None:
-        """Calibrate on the server's own count of `history` as a request, if it gives one."""
-        counted = exact(self.view.messages(history), schemas)
+    def recount(self) -> None:
+        """Another model (its own tokenizer): ask for the server's count again."""
+        self._exactly = None
+
+    def count_exactly(self, history: History, trigger: int) -> None:
+        """Calibrate on the server's own count of `history` as a request, where it gives
+        one: before the first request, then once per history when the estimate nears
+        `trigger` (never far from it, where our estimate is good enough)."""
+        if self.exact is None or history is self._exactly or (
+                self._exactly is not None and self.tokens(history) < EXACT_NEAR * trigger):
+            return
+        self._exactly = history
+        counted = self.exact(self.view.messages(history), self._schemas)
         if counted:
             self.calibration.exact(counted, self.raw(history))

@@ -14,8 +14,9 @@ from swival.context.history import History
 from swival.context.knowledge import Knowledge
 from swival.context.snapshot import Refused, Restored
 from swival.context.summarize import Recapper
-from swival.effects import SnapshotEffect
-from swival.messages import Message
+from swival.effects import SnapshotEffect, ThinkEffect, TodoEffect
+from swival.events import Compacted
+from swival.messages import Message, ToolResult
 
 
 class Restorer:
@@ -31,6 +32,24 @@ class Restorer:
     def cancel(self, state: State) -> snapshot.Cancelled:
         state.scope, cancelled = snapshot.cancel(state.scope)
         return cancelled
+
+    def apply(self, state: State, result: ToolResult, turn: int
+              ) -> tuple[ToolResult, list[Compacted]]:
+        """Carry out the effect `result` carries: think and todo go to the knowledge
+        store, a snapshot to the state. The result the model gets carries its kind
+        ("thought", "note", "summary") for compaction's scoring."""
+        effect = result.effect
+        if isinstance(effect, ThinkEffect | TodoEffect):
+            done = self.knowledge.apply(effect, turn)
+            kind = "thought" if isinstance(effect, ThinkEffect) else "note"
+            return replace(done, meta={**done.meta, "kind": kind}), []
+        if not isinstance(effect, SnapshotEffect):
+            return result, []
+        outcome = self.effect(state, effect, turn)
+        is_error = isinstance(outcome, Refused) and outcome.why != "empty"
+        events = [outcome.event] if isinstance(outcome, Restored) else []
+        meta = {"kind": "summary", "summary": snapshot.for_person(outcome)}
+        return ToolResult(snapshot.for_model(outcome), is_error=is_error, meta=meta), events
 
     def effect(self, state: State, effect: SnapshotEffect, turn: int) -> snapshot.Outcome:
         """What the model's snapshot call asks for."""

@@ -5,7 +5,7 @@ often offline, so we point `TIKTOKEN_CACHE_DIR` (only when the user has not set 
 at the copies litellm ships, found without importing litellm (its import costs
 seconds). When the encoding file is not on disk we never fetch it: we fall back to
 a character estimate, `ceil(chars / 3.0)`. Measured with cl100k: the 36 recorded
-agent runs of the replay benchmark (code, diffs, test output) average 3.1
+agent runs in benchmarks/trajectories (code, diffs, test output) average 3.1
 characters per token, plain Python source about 4.5. We take the low end so the
 estimate errs towards compacting early, never towards overflowing; the calibration
 against the server's reported figures then corrects it within a few calls.

@@ -8,9 +8,10 @@ that guarantee visible in one line (`_body`) and keeps the exact usage figures O
 
 Every request sends the same `num_ctx`: the configured or detected window fixed at connect.
 Ollama's `prompt_eval_count` counts only the tokens it had to evaluate (a KV-cache hit
-excludes the reused prefix), so overflow classification runs with `counts_include_cache=False`
-(see overflow.py). Each NDJSON line is one record; the one with `done: true` ends the reply.
-Tool calls arrive whole, with their arguments as an object.
+excludes the reused prefix) unless `prompt_eval_cached_count` comes with it, so the provider
+says `counts_include_cache = False` and the context engine takes such a count as a lower
+bound (swival/context/calibration.py). Each NDJSON line is one record; the one with
+`done: true` ends the reply. Tool calls arrive whole, with their arguments as an object.
 """
 
 from __future__ import annotations

@@ -17,20 +17,11 @@ Shapes and their `kind`:
 - ``length``    ``finish_reason == "length"`` with prompt + output at >= 97 % of the window
   (llama.cpp answers 200 this way when the prompt fits but the reply cannot), or, when the
   window is unknown, stopped for length before reaching ``max_output_tokens``.
-- ``truncated`` silent truncation (Ollama). Two rules, chosen so KV-cache reuse cannot trigger
-  them: (1) the server's prompt count is pinned at >= 97 % of the window — a cache can only
-  make the reported count smaller, never larger; (2) our own estimate exceeds the window by
-  more than 10 % (so the prompt cannot have fitted whatever the tokenizer) and the server
-  still answered. A reported count far *below* our estimate is used as evidence only when
-  the server's count includes cached tokens (``counts_include_cache``, true for
-  OpenAI-compatible servers) and our estimate fills at least half of the window (a server
-  only cuts a prompt that is large for its window): then a count under half of our estimate
-  means the server dropped part of the prompt — typically a real window smaller than the one
-  we detected. Small prompts are exempt because a count far below our estimate is normal
-  there: a chat template that does not render tool schemas (SmolLM2's on llama.cpp reports 32
-  prompt tokens for a request that carries 900 tokens of tools) is not a truncation, and
-  compacting would not help. Ollama's ``prompt_eval_count`` excludes cached tokens, so its
-  provider passes False and only rules (1) and (2) apply.
+
+Silent truncation (a server that cuts the prompt and says nothing, as Ollama does) is
+not judged here: it shows only in the prompt size a server reports, compared with what
+the context engine expected, so the engine judges it from every reply's usage, by one
+rule (swival/context/calibration.py).
 
 A ``finish_reason == "length"`` reply whose *prompt* holds under half of the window is a
 runaway reply, not a full context: compaction would not help, so it is returned as a normal
@@ -44,11 +35,8 @@ import re
 from swival.errors import ContextOverflowError
 from swival.providers.base import ChatRequest, Completion
 
-PINNED_SHARE = 0.97  # a prompt count at this share of the window is "at the window"
+PINNED_SHARE = 0.97  # prompt and reply at this share of the window: the window is full
 EMPTY_SHARE = 0.80  # an empty reply with our estimate above this share is an overflow
-OVER_SHARE = 1.10  # our estimate above the window by this much cannot have fitted
-FAR_BELOW_SHARE = 0.5  # server count under this share of our estimate: part was dropped
-FAR_BELOW_MIN_SHARE = 0.5  # ...and only when our estimate fills this share of the window
 RUNAWAY_PROMPT_SHARE = 0.5  # a length stop with a prompt under this share is a runaway reply
 
 _OVERFLOW_TEXTS = (
@@ -110,7 +98,7 @@ def _is_empty(completion: Completion) -> bool:
 
 
 def _from_completion(
-    request: ChatRequest, window: int | None, completion: Completion, counts_include_cache: bool
+    request: ChatRequest, window: int | None, completion: Completion
 ) -> ContextOverflowError | None:
     usage = completion.usage
     reported = usage.prompt_tokens if usage is not None and usage.prompt_tokens > 0 else None
@@ -139,30 +127,7 @@ def _from_completion(
             f"{window}-token window: it most likely did not fit.",
             kind="empty", prompt_tokens=reported, window=window,
         )
-    return _truncation(estimate, reported, window, counts_include_cache)
-
-
-def _truncation(
-    estimate: int, reported: int | None, window: int, counts_include_cache: bool
-) -> ContextOverflowError | None:
-    why = None
-    if reported is not None and reported >= PINNED_SHARE * window:
-        why = f"the server counted {reported} prompt tokens, pinned at its {window}-token window"
-    elif estimate > OVER_SHARE * window:
-        why = f"the prompt is about {estimate} tokens, more than the {window}-token window"
-    elif (
-        counts_include_cache
-        and reported is not None
-        and estimate >= FAR_BELOW_MIN_SHARE * window
-        and reported < FAR_BELOW_SHARE * estimate
-    ):
-        why = f"the server counted only {reported} of about {estimate} prompt tokens"
-    if why is None:
-        return None
-    return ContextOverflowError(
-        f"The server silently cut the prompt to fit ({why}).",
-        kind="truncated", prompt_tokens=reported, window=window,
-    )
+    return None
 
 
 def classify_overflow(
@@ -171,7 +136,6 @@ def classify_overflow(
     *,
     error_text: str | None = None,
     completion: Completion | None = None,
-    counts_include_cache: bool = True,
 ) -> ContextOverflowError | None:
     """Return the overflow that `error_text` or `completion` shows, or None.
 
@@ -182,5 +146,5 @@ def classify_overflow(
     if error_text is not None:
         return _from_error_text(error_text)
     if completion is not None:
-        return _from_completion(request, window, completion, counts_include_cache)
+        return _from_completion(request, window, completion)
     return None

@@ -122,10 +122,7 @@ class StreamingProvider:
                     yield item
             assert completion is not None
             completion = repair_completion(completion, request.tools)
-            overflow = classify_overflow(
-                request, self.info.window.tokens, completion=completion,
-                counts_include_cache=self.counts_include_cache,
-            )
+            overflow = classify_overflow(request, self.info.window.tokens, completion=completion)
             if overflow is not None:
                 raise overflow
             if completion.message.content.strip() or completion.message.tool_calls:

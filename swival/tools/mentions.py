@@ -3,9 +3,12 @@
 `attach(text, ctx)` finds words that start with `@` (at the start of the text, or after
 whitespace, a bracket or a quote), up to the next whitespace. A word that names a file in
 the readable directories is read the way read_file reads it (the same caps, line numbers
-and secret markers, and it then counts as read, so the model may edit it without reading
-it again); a directory is listed the way list_files lists it. Each attachment becomes
-a delimited block, to go after the person's text in the request. Trailing punctuation is dropped
+and secret markers); a directory is listed the way list_files lists it. Each attachment
+is a delimited block (`opening`, `body`, `closing`) to go after the person's text; the
+context engine cuts each body to the window as it would cut a tool result, and says
+what it sent. Only then does a file count as read (`Attachment.sent`): when the model
+got all of it, so the model may edit it without reading it again; a file it got part
+of must be read before it is written, as with any file. Trailing punctuation is dropped
 when the word with it names nothing ("see @app.py."). A path outside the workspace is
 refused, with read_file's reason; a word that names nothing stays plain text (an
 `@decorator`, a handle), and one that looks like a path is reported as not found.
@@ -14,7 +17,10 @@ refused, with read_file's reason; a word that names nothing stays plain text (an
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from swival.tools.approval import person_words
 from swival.tools.base import ToolContext, ToolError
@@ -31,20 +37,42 @@ MAX_ATTACHMENTS = 20
 @dataclass(frozen=True)
 class Attachment:
     """One attached path: `shown` relative to the project root, `kind` "file" or
-    "directory", `summary` a few words for the person ("120 lines", "14 entries")."""
+    "directory"; the block for the request (`opening`, `body` as read_file or
+    list_files gave it, `closing`) and that tool's `meta`."""
 
     shown: str
     kind: str
-    summary: str
+    opening: str
+    body: str
+    closing: str
+    meta: Mapping[str, Any]
+    seen: tuple[Path, tuple[int, int]] | None = None  # as read_file records a read
+
+    @property
+    def whole(self) -> bool:
+        """The file was read to its end (not cut by read_file's own caps)."""
+        return self.kind == "file" and self.meta.get("shown") == self.meta.get("lines")
+
+    def sent(self, ctx: ToolContext, kept_lines: int | None) -> str:
+        """Record what the model got — the whole body, or `kept_lines` of it — and
+        say so for the person ("120 of 400 lines", "1 entry"). A file the model got
+        whole counts as read from now on."""
+        if self.kind == "directory":
+            return plural(int(self.meta.get("count", 0)), "entry", "entries")
+        total = self.meta.get("lines", "?")
+        if kept_lines is None and self.whole and self.seen is not None:
+            ctx.read_files[self.seen[0]] = self.seen[1]
+        shown = self.meta.get("shown", "?") if kept_lines is None else kept_lines
+        return f"{shown} of {total} lines"
 
 
 @dataclass(frozen=True)
 class Mentions:
-    """What goes after the person's words (`blocks`: a note and one block per
-    attachment; empty when nothing was attached), what was attached, and why other
-    mentions were not (for the person)."""
+    """What was attached, in order (with `note`, the line for the model that goes
+    before the blocks; empty when nothing was attached), and why other mentions were
+    not (for the person)."""
 
-    blocks: str = ""
+    note: str = ""
     attached: tuple[Attachment, ...] = ()
     problems: tuple[str, ...] = ()
 
@@ -87,24 +115,24 @@ def _find(ctx: ToolContext, word: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _block(ctx: ToolContext, shown: str) -> tuple[str, Attachment]:
-    """The delimited block for one path. Raises ToolError when it cannot be read."""
+def _read(ctx: ToolContext, shown: str) -> Attachment:
+    """One path, read or listed. The tool runs on a copy of the context whose record
+    of read files is thrown away: what counts as read is decided once the engine has
+    cut the request (Attachment.sent). Raises ToolError when it cannot be read."""
+    scratch = replace(ctx, read_files={})
     if (ctx.root / shown).is_dir() or shown == ".":
-        result = ListFiles().run({"path": shown}, ctx)
+        result = ListFiles().run({"path": shown}, scratch)
         kind, what = "directory", "listing"
-        summary = plural(int(result.meta.get('count', 0)), 'entry', 'entries')
     else:
-        result = ReadFile().run({"file_path": shown}, ctx)
+        result = ReadFile().run({"file_path": shown}, scratch)
         kind, what = "file", "content, numbered as read_file shows it"
-        summary = f"{result.meta.get('shown', '?')} of {result.meta.get('lines', '?')} lines"
-    body = result.content.rstrip("\n")
-    text = f"--- @{shown} ({kind} {what}) ---\n{body}\n--- end of @{shown} ---"
-    return text, Attachment(shown, kind, summary)
+    return Attachment(shown, kind, f"--- @{shown} ({kind} {what}) ---",
+                      result.content.rstrip("\n"), f"--- end of @{shown} ---", result.meta,
+                      next(iter(scratch.read_files.items()), None))
 
 
 def attach(text: str, ctx: ToolContext) -> Mentions:
     """The attachments for every @mention `text` makes (see the module docstring)."""
-    blocks: list[str] = []
     attached: list[Attachment] = []
     problems: list[str] = []
     for match in MENTION.finditer(text):
@@ -118,13 +146,16 @@ def attach(text: str, ctx: ToolContext) -> Mentions:
                             "attached to one request.")
             continue
         try:
-            block, attachment = _block(ctx, shown)
+            attached.append(_read(ctx, shown))
         except ToolError as exc:
             problems.append(f"@{shown} was not attached: {_why(exc)}")
-            continue
-        blocks.append(block)
-        attached.append(attachment)
-    if not blocks:
-        return Mentions("", (), tuple(problems))
-    note = "[The user attached these with @. They count as read: edit them directly.]"
-    return Mentions("\n\n".join([note, *blocks]), tuple(attached), tuple(problems))
+    return Mentions(_note(attached), tuple(attached), tuple(problems))
+
+
+def _note(attached: list[Attachment]) -> str:
+    if not attached:
+        return ""
+    if any(a.kind == "file" for a in attached):
+        return ("[The user attached these with @. A file shown whole counts as read: edit it "
+                "directly. A file cut short must be read (read_file) before you edit it.]")
+    return "[The user attached these with @.]"
