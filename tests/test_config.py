@@ -183,8 +183,8 @@ def test_target_must_be_below_trigger(tmp_path: Path, env: dict[str, str]) -> No
     text = str(info.value)
     assert "`compaction_target` (0.9, from command line) must be below" in text
     assert f"`compaction_trigger` (0.5, from {path})" in text
-    with pytest.raises(ConfigError, match=r"\(0\.6, from the default\)"):
-        load_settings({"compaction_trigger": 0.6}, cwd=tmp_path / "elsewhere", env=env)
+    with pytest.raises(ConfigError, match=r"\(0\.55, from the default\)"):
+        load_settings({"compaction_trigger": 0.55}, cwd=tmp_path / "elsewhere", env=env)
     fine = load_settings({"compaction_target": 0.4}, cwd=tmp_path, env=env)
     assert (fine.compaction_trigger, fine.compaction_target) == (0.5, 0.4)
 
