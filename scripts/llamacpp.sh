@@ -10,7 +10,8 @@
 #   scripts/llamacpp.sh paths     # print SWIVAL_LLAMACPP_BIN / SWIVAL_LLAMACPP_MODEL exports
 #
 # Everything is cached under $SWIVAL_LLAMACPP_DIR (default ~/.cache/swival-llamacpp); a second run
-# reuses the binary. The build took ~18 minutes on 2 cores; the script prints how long it took.
+# reuses the binary. The build took 6 minutes on an idle 2-core machine, 18 on a busy one;
+# the script prints how long it took.
 set -euo pipefail
 
 CACHE="${SWIVAL_LLAMACPP_DIR:-$HOME/.cache/swival-llamacpp}"
@@ -73,7 +74,7 @@ build_server() {
     fi
     # A portable AVX2 build: a -march=native build that picks up AVX-512/AMX crashed (SIGSEGV
     # on the first batch) in a sandboxed VM whose CPU reports those extensions.
-    log "building llama-server (cmake, -j2; about 18 minutes on 2 cores)"
+    log "building llama-server (cmake, -j2; 6-18 minutes on 2 cores)"
     local started=$SECONDS
     cmake -S "$src" -B "$CACHE/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
