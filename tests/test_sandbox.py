@@ -227,6 +227,31 @@ def test_pass_env_lets_a_named_secret_through(tmp_path: Path,
     assert "OPENAI_API_KEY" not in result.content and KEY not in result.content
 
 
+@pytest.mark.parametrize("mode", ["off", "on"])
+def test_git_never_takes_up_a_bare_repository_a_command_wrote(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """Files that make the workspace a bare repository, with an alias that runs a
+    program: `git st` (which `--commands git` allows) must not run it. A git setting
+    the person gave through GIT_CONFIG_COUNT still applies."""
+    if mode == "on" and PROBLEM:
+        pytest.skip(f"no working bubblewrap: {PROBLEM}")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "swival.probe")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "kept")
+    for folder in ("objects", "refs/heads"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "config").write_text("[core]\n\tbare = true\n[alias]\n\tst = !touch pwned\n")
+    ctx = ToolContext(root=tmp_path, sandbox=sandbox(mode=mode))
+    result = run(ctx, "git st")
+    record("allowlist bypass", f"git alias of a bare repository a command wrote "
+           f"(sandbox {mode})", "in-process", escaped=(tmp_path / "pwned").exists())
+    assert not (tmp_path / "pwned").exists()
+    assert "not a git command" in result.content
+    assert "cannot use bare repository" in run(ctx, "git rev-parse --git-dir").content
+    assert run(ctx, "git config --get swival.probe").content.startswith("kept")
+
+
 def test_sandbox_on_without_bwrap_refuses_every_command(tmp_path: Path) -> None:
     box = sandbox(bwrap=str(tmp_path / "no-such-bwrap"))
     assert box.problem and "cannot be started" in box.problem

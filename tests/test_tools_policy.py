@@ -104,6 +104,7 @@ BYPASSES = [
     ("git config core.pager 'touch x'", "`git config`"),
     ("git config --add core.hooksPath /tmp", "`git config`"),
     ("git -C /tmp status", "`git -C`"),
+    ("git --bare status", "`git --bare` before the subcommand"),
     ("git --git-dir=/tmp/r status", "`git --git-dir`"),
     ("git rebase -x 'touch x' HEAD~1", "`git rebase -x`"),
     ("git rebase --exec='touch x' HEAD~1", "`git rebase --exec`"),
@@ -343,6 +344,42 @@ def test_a_relative_path_entry_makes_every_program_a_question(tmp_path: Path,
     reason = CommandPolicy("git", workspace=ws).approve("git status")
     assert reason is not None and "PATH holds the relative directory" in reason
     assert CommandPolicy("git", workspace=ws).approve("cd . && pwd") is None
+
+
+def test_a_program_found_in_a_writable_path_entry_is_a_question(tmp_path: Path) -> None:
+    """`/ws/.venv/bin` on PATH before the real `git`: a command can put its own `git`
+    there, so `git` is asked about; so is a program whose PATH hit leads into the
+    workspace. A PATH whose writable entry comes after the real program stays quiet."""
+    ws_root, lib, tools = tmp_path / "ws", tmp_path / "lib", tmp_path / "tools"
+    venv = ws_root / ".venv" / "bin"
+    for folder in (venv, lib, tools):
+        folder.mkdir(parents=True)
+    (tools / "git").symlink_to("/usr/bin/git")
+    (ws_root / "fake").write_text("#!/bin/sh\ntouch pwned\n")
+    (ws_root / "fake").chmod(0o755)
+    (tools / "fake").symlink_to(ws_root / "fake")
+    ctx = ToolContext(root=ws_root, extra_dirs=(lib,))
+
+    def reason(path: str, command: str) -> str | None:
+        workspace = Workspace.of(ctx, {"PATH": path})
+        found = CommandPolicy("git,fake,pytest", workspace=workspace).approve(command)
+        record("allowlist bypass", f"PATH={path}: {command}", "in-process",
+               escaped=found is None)
+        return found
+
+    empty_venv = reason(f"{venv}:{tools}", "git status")
+    assert empty_venv is not None and f"PATH looks for `git` in `{venv}` first" in empty_venv
+    (venv / "pytest").write_text("#!/bin/sh\n")
+    (venv / "pytest").chmod(0o755)
+    found = reason(f"{tools}:{venv}", "pytest -q")
+    assert found is not None and f"`pytest` is found in `{venv}` on PATH" in found
+    in_add_dir = reason(f"{lib}:{tools}", "git status")
+    assert in_add_dir is not None and f"PATH looks for `git` in `{lib}` first" in in_add_dir
+    linked = reason(str(tools), "fake")
+    assert linked is not None and "leads to" in linked and str(ws_root / "fake") in linked
+    assert "directories inside the workspace, out of PATH" in linked
+    workspace = Workspace.of(ctx, {"PATH": f"{tools}:{venv}"})
+    assert CommandPolicy("git", workspace=workspace).approve("git status") is None
 
 
 def test_cd_with_cdpath_set_is_a_question(ws: Workspace) -> None:

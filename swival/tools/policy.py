@@ -8,6 +8,7 @@ Modes:
   newline, `&&`, `||` or `|`; every program is on the list (or is `cd`, `pwd`, `true`,
   `false`; a name with a `/` only matches the same path); no program uses an argument
   from the table in program_rules (`git -c`, `find -exec`, ...); every `cd` stays in the
+  workspace; the program is not looked up in a relative PATH entry or one inside the
   workspace; and every redirection, and every file a program is told to write (`sed -i`,
   `sort -o`, `tee`, ...), writes inside the workspace but outside `.git/` and `.swival/`,
   or to `/dev/null`, or duplicates a descriptor (`2>&1`); input redirections read inside
@@ -49,7 +50,8 @@ INSTEAD = {
     "write": "write only inside the workspace (not .git/ or .swival/), or use write_file",
     "read": "read only inside the workspace",
     "cd": "stay inside the workspace",
-    "path": "ask the user to remove relative directories from PATH",
+    "path": "ask the user to take relative directories, and directories inside the "
+            "workspace, out of PATH",
     "links": "run the command that creates or moves links on its own, then check the "
              "result before writing there",
 }
@@ -90,14 +92,15 @@ class Workspace:
     """Where commands start (`root`) and where their redirections may write and read.
     The default has no directories at all: every file redirection and `cd` is found.
     `relative_path` is the first relative entry of the commands' PATH (a program name
-    could then find a file the model wrote); `cdpath` says CDPATH is set (a `cd` could
-    then go elsewhere)."""
+    could then find a file the model wrote); `search` the absolute entries, in order;
+    `cdpath` says CDPATH is set (a `cd` could then go elsewhere)."""
 
     root: Path = Path("/")
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()
     relative_path: str | None = None
     cdpath: bool = False
+    search: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, ctx: ToolContext, env: Mapping[str, str]) -> Workspace:
@@ -105,10 +108,33 @@ class Workspace:
         entries = env.get("PATH", "").split(os.pathsep)  # unset PATH: bash's default
         relative = next((e or "." for e in entries if not os.path.isabs(e)), None)
         return cls(ctx.root.resolve(), writable_roots(ctx), readable_roots(ctx), relative,
-                   bool(env.get("CDPATH")))
+                   bool(env.get("CDPATH")), tuple(e for e in entries if os.path.isabs(e)))
 
     def holding(self, path: Path, roots: Iterable[Path]) -> Path | None:
         return next((r for r in roots if path == r or path.is_relative_to(r)), None)
+
+    def planted(self, program: str) -> str | None:
+        """Why `program` may be a file a command wrote: a PATH entry inside a writable
+        directory comes before (or is) the one it is found in, or what is found there
+        leads into one. None when it is found outside them first (or nowhere)."""
+        for entry in self.search:
+            try:
+                folder = Path(entry).resolve()
+                found = folder / program
+                runs = found.is_file() and os.access(found, os.X_OK)
+                real = found.resolve() if runs else None
+            except (OSError, RuntimeError):
+                continue
+            if self.holding(folder, self.writable):
+                return (f"`{program}` is found in `{entry}` on PATH, a directory commands "
+                        "can write" if runs else
+                        f"PATH looks for `{program}` in `{entry}` first, a directory "
+                        f"commands can write (a command could put a `{program}` there)")
+            if real is not None:
+                return None if self.holding(real, self.writable) is None else (
+                    f"`{program}` on PATH is `{found}`, which leads to `{real}`, a file "
+                    "commands can write")
+        return None
 
 
 def parse_mode(commands: str) -> str:
@@ -190,6 +216,9 @@ class CommandPolicy:
             found.append(Finding(f"PATH holds the relative directory "
                                  f"`{self.workspace.relative_path}`, so `{searched[0]}` may "
                                  "run a file from the project", INSTEAD["path"]))
+        elif searched:
+            planted = (self.workspace.planted(p) for p in dict.fromkeys(searched))
+            found += [Finding(why, INSTEAD["path"]) for why in planted if why]
         found += self._paths(script)
         return list(dict.fromkeys(unlisted)), list(dict.fromkeys(found))
 

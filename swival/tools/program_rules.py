@@ -49,8 +49,8 @@ SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "
 GIT_QUIET_GLOBALS = frozenset({
     "--no-pager", "-P", "-p", "--paginate", "--no-replace-objects", "--literal-pathspecs",
     "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks",
-    "--bare", "--version", "--help", "-v", "-h",
-})
+    "--version", "--help", "-v", "-h",
+})  # not --bare: it makes git use the current directory's config, which a command wrote
 GIT_ELSEWHERE = ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix")
 GIT_RUNNING_COMMANDS = frozenset({
     "filter-branch", "filter-repo", "difftool", "mergetool", "hook", "send-email", "daemon",

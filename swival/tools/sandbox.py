@@ -18,7 +18,10 @@ kills bwrap and, through `--die-with-parent` and the PID namespace, everything i
 Whether bwrap works is decided by one trial run per process (never on the `--help`
 path: only building a `Sandbox` in mode auto or on runs it). Sandboxed or not, every
 command gets the caller's environment minus secrets: variables `is_secret_name` marks and
-variables whose value is a known secret; `pass_env` names the ones to let through.
+variables whose value is a known secret; `pass_env` names the ones to let through. Git
+is told, through GIT_CONFIG_COUNT, to use a bare repository only when the command names
+it (`safe.bareRepository=explicit`): a repository a command made in the workspace could
+otherwise bring its own config, and programs to run with it.
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ from swival.tools.process import Outcome
 
 PROTECTED_NAMES = (".git", ".swival")
 PROBE_TIMEOUT = 10.0
+# git settings for every command: a bare repository is used only when named with
+# --git-dir or GIT_DIR, never found in the current directory, where a command could
+# have written one whose config (core.fsmonitor, ...) runs programs.
+HARNESS_GIT_CONFIG = {"safe.bareRepository": "explicit"}
 MIN_SECRET_CHARS = 8  # like redaction: shorter values are not keys, and would match ordinary text
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 READ_ONLY_FAILURE = re.compile(r"read-only file system|\bEROFS\b", re.IGNORECASE)
@@ -161,14 +168,15 @@ class Sandbox:
         return None
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
-        """`base` without secrets (by name or by value), except the `pass_env` names."""
+        """`base` without secrets (by name or by value), except the `pass_env` names, with
+        HARNESS_GIT_CONFIG added to git's configuration."""
         hidden = {s for s in self.config.secrets if len(s) >= MIN_SECRET_CHARS}
         passed = set(self.config.pass_env)
         env = {k: v for k, v in base.items()
                if k in passed or not (is_secret_name(k) or v in hidden)}
         if self.active:
             env["TMPDIR"] = "/tmp"
-        return env
+        return {**env, **git_settings(env, HARNESS_GIT_CONFIG)}
 
     @contextlib.contextmanager
     def launch(self, argv: Sequence[str], mounts: Mounts, base_env: Mapping[str, str],
@@ -214,6 +222,18 @@ class Sandbox:
             self._tmp = Path(tempfile.mkdtemp(prefix="swival-tmp-"))
             weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
         return self._tmp
+
+
+def git_settings(env: Mapping[str, str], settings: Mapping[str, str]) -> dict[str, str]:
+    """The GIT_CONFIG_COUNT/KEY_n/VALUE_n variables that add `settings` to git's
+    configuration after the ones `env` already gives (a count that is not a number
+    counts as none: git would refuse to run with it)."""
+    count = env.get("GIT_CONFIG_COUNT", "0")
+    start = int(count) if count.isdigit() else 0
+    out = {"GIT_CONFIG_COUNT": str(start + len(settings))}
+    for n, (key, value) in enumerate(settings.items(), start):
+        out[f"GIT_CONFIG_KEY_{n}"], out[f"GIT_CONFIG_VALUE_{n}"] = key, value
+    return out
 
 
 def base_flags(allow_net: bool) -> list[str]:
