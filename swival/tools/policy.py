@@ -33,7 +33,12 @@ from swival.errors import ConfigError
 from swival.tools.approval import Refusal
 from swival.tools.base import ToolContext
 from swival.tools.program_rules import risk
-from swival.tools.program_writes import git_subcommand, makes_links, written_files
+from swival.tools.program_writes import (
+    git_subcommand,
+    makes_links,
+    unknown_option,
+    written_files,
+)
 from swival.tools.shell_parse import Redirect, Script, SimpleCommand, parse
 from swival.tools.workspace import protected_part, readable_roots, writable_roots
 
@@ -207,7 +212,7 @@ class CommandPolicy:
             program = simple.words[0]
             if program not in self.approved and program not in ALWAYS_ALLOWED:
                 unlisted.append(program)
-            option = risk(simple.words)
+            option = risk(simple.words) or unknown_option(simple.words)
             if option:
                 found.append(Finding(option, INSTEAD["option"]))
         searched = [c.words[0] for c in script.commands

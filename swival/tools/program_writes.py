@@ -28,14 +28,17 @@ from swival.tools.argv import cluster_values, is_cluster, long_option, operands,
 @dataclass(frozen=True)
 class Writer:
     """How one program's command line names what it writes. `short`/`longs`: the options
-    taking a value (skipped when finding operands); `targets`: those whose value is a
-    written directory (`-t DIR`); `operands`: which operands are written ("all"; "last",
-    the destination; "owner": all but an owner given first; "mode": all that are not a
-    mode); `every`: options after which every operand is written (a copied source
-    becomes a link to it; `install -d` creates each one)."""
+    taking a value (skipped when finding operands); `flags`: its other long options (an
+    optional value is given with `=`), so that any long option outside both is unknown;
+    `targets`: those whose value is a written directory (`-t DIR`); `operands`: which
+    operands are written ("all"; "last", the destination; "owner": all but an owner
+    given first; "mode": all that are not a mode); `every`: options after which every
+    operand is written (a copied source becomes a link to it; `install -d` creates each
+    one)."""
 
     short: str = ""
     longs: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
     targets: tuple[str, ...] = ()
     operands: str = "all"
     every: tuple[str, ...] = ()
@@ -43,24 +46,47 @@ class Writer:
 
 COPY_LONGS = ("--target-directory", "--suffix")
 TARGETS = ("-t", "--target-directory")
+CHANGING = ("--changes", "--no-preserve-root", "--preserve-root", "--quiet", "--silent",
+            "--recursive", "--verbose")
+MOVING = ("--backup", "--force", "--interactive", "--no-clobber", "--no-target-directory",
+          "--verbose", "--debug")
 WRITERS = {
-    "cp": Writer("tS", COPY_LONGS, TARGETS, "last", ("-l", "--link", "-s", "--symbolic-link")),
-    "install": Writer("gmoStZ", ("--group", "--mode", "--owner", "--strip-program",
-                                 *COPY_LONGS), TARGETS, "last", ("-d", "--directory")),
-    "mv": Writer("tS", COPY_LONGS, TARGETS),
-    "ln": Writer("tS", COPY_LONGS, TARGETS),
-    "link": Writer(), "unlink": Writer(), "rm": Writer(), "rmdir": Writer(),
-    "touch": Writer("drt", ("--date", "--reference", "--time")),
-    "mkdir": Writer("m", ("--mode",)),
-    "mkfifo": Writer("m", ("--mode",)),
-    "mknod": Writer("m", ("--mode",)),
-    "truncate": Writer("rs", ("--reference", "--size")),
-    "shred": Writer("ns", ("--iterations", "--size", "--random-source")),
-    "chmod": Writer(longs=("--reference",), operands="mode"),
-    "chown": Writer(longs=("--reference", "--from"), operands="owner"),
-    "chgrp": Writer(longs=("--reference",), operands="owner"),
-    "tee": Writer(),
+    "cp": Writer("tS", (*COPY_LONGS, "--no-preserve", "--sparse"), (
+        *MOVING, "--archive", "--attributes-only", "--context", "--copy-contents",
+        "--dereference", "--link", "--no-dereference", "--one-file-system", "--parents",
+        "--preserve", "--recursive", "--reflink", "--remove-destination",
+        "--strip-trailing-slashes", "--symbolic-link", "--update", "--keep-directory-symlink",
+    ), TARGETS, "last", ("-l", "--link", "-s", "--symbolic-link")),
+    "install": Writer("gmoSt", ("--group", "--mode", "--owner", "--strip-program",
+                                *COPY_LONGS), (
+        *MOVING, "--compare", "--context", "--directory", "--preserve-context",
+        "--preserve-timestamps", "--strip",
+    ), TARGETS, "last", ("-d", "--directory")),
+    "mv": Writer("tS", COPY_LONGS, (*MOVING, "--context", "--strip-trailing-slashes",
+                                    "--update", "--exchange", "--no-copy"), TARGETS),
+    "ln": Writer("tS", COPY_LONGS, (*MOVING, "--directory", "--logical", "--no-dereference",
+                                    "--physical", "--relative", "--symbolic"), TARGETS),
+    "link": Writer(), "unlink": Writer(),
+    "rm": Writer(flags=("--dir", "--force", "--interactive", "--no-preserve-root",
+                        "--one-file-system", "--preserve-root", "--recursive", "--verbose")),
+    "rmdir": Writer(flags=("--ignore-fail-on-non-empty", "--parents", "--verbose")),
+    "touch": Writer("drt", ("--date", "--reference", "--time"),
+                    ("--no-create", "--no-dereference")),
+    "mkdir": Writer("m", ("--mode",), ("--context", "--parents", "--verbose")),
+    "mkfifo": Writer("m", ("--mode",), ("--context",)),
+    "mknod": Writer("m", ("--mode",), ("--context",)),
+    "truncate": Writer("rs", ("--reference", "--size"), ("--io-blocks", "--no-create")),
+    "shred": Writer("ns", ("--iterations", "--size", "--random-source"),
+                    ("--exact", "--force", "--remove", "--verbose", "--zero")),
+    "chmod": Writer(longs=("--reference",), flags=(*CHANGING, "--dereference",
+                    "--no-dereference"), operands="mode"),
+    "chown": Writer(longs=("--reference", "--from"), flags=(*CHANGING, "--dereference",
+                    "--no-dereference"), operands="owner"),
+    "chgrp": Writer(longs=("--reference",), flags=(*CHANGING, "--dereference",
+                    "--no-dereference"), operands="owner"),
+    "tee": Writer(flags=("--append", "--ignore-interrupts", "--output-error")),
 }
+EVERYWHERE = ("--help", "--version")
 _CLAUSE = r"([ugoa]*([-+=]([rwxXst]*|[ugo]))+|[-+=]?[0-7]+)"
 MODE = re.compile(rf"^{_CLAUSE}(,{_CLAUSE})*$")
 GIT_OUTPUTS = ("--output", "--output-directory", "--separate-git-dir", "--export-marks",
@@ -99,6 +125,21 @@ def written_files(words: Sequence[str]) -> tuple[str, ...]:
         return tuple(special(args))
     writer = WRITERS.get(name)
     return tuple(_writer_paths(writer, args)) if writer else ()
+
+
+def unknown_option(words: Sequence[str]) -> str | None:
+    """A long option of a program in WRITERS that it is not known to take, named for a
+    person, or None: an option read wrongly could hide what the program writes."""
+    name, args = PurePath(words[0]).name, list(words[1:])
+    writer = WRITERS.get(name)
+    if writer is None:
+        return None
+    known = (*writer.longs, *writer.flags, *EVERYWHERE)
+    for arg in args[:args.index("--")] if "--" in args else args:
+        if arg.startswith("--") and long_option(arg, known) is None:
+            return (f"`{name} {arg.split('=', 1)[0]}`, an option Swival cannot tell what "
+                    f"{name} writes with")
+    return None
 
 
 def makes_links(words: Sequence[str]) -> bool:
