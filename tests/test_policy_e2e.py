@@ -170,7 +170,7 @@ def test_one_shot_question_wraps_between_words(fake_server: Any, repo: Path) -> 
     assert "declined" in json.dumps(server.requests[-1]["messages"])
 
 
-WRITERS = "git,env,make,sort,cp,mv,ln,touch,chmod,mkdir,install,tee"
+WRITERS = "git,env,make,sort,cp,mv,ln,touch,chmod,mkdir,install,tee,rm"
 
 
 def git(root: Path, *args: str) -> None:
@@ -200,6 +200,10 @@ def planted_writes(outside: Path) -> list[str]:
         f"mkdir {outside}/d",
         f"install a.txt {outside}/i",
         f"tee {outside}/t",
+        f"git bundle create --version 3 {outside}/b3 HEAD",
+        f"git push -q file://{outside}/pushed HEAD",
+        "chmod -R 000 ../repo",
+        "rm -rf ../repo",
         "ln -s .git/hooks/post-checkout h && git status > h",
         "git checkout -q evil && git status > h",
     ]

@@ -34,6 +34,7 @@ from swival.tools.approval import Refusal
 from swival.tools.base import ToolContext
 from swival.tools.program_rules import risk
 from swival.tools.program_writes import (
+    changes_itself,
     git_subcommand,
     makes_links,
     unknown_option,
@@ -238,8 +239,10 @@ class CommandPolicy:
         found: list[Finding] = []
         for i, simple in enumerate(commands):
             writes = [Redirect(">", f) for f in written_files(simple.words)]
-            found += [f for r in (*simple.redirects, *writes) if r.target is not None
+            itself = changes_itself(simple.words)
+            found += [f for r in simple.redirects if r.target is not None
                       for f in self._target(r, cwds)]
+            found += [f for r in writes for f in self._target(r, cwds, itself)]
             after = cwds
             if simple.words[0] == "cd":
                 problem, targets = self._cd(list(simple.words[1:]), cwds)
@@ -253,7 +256,10 @@ class CommandPolicy:
                 reached = set(cwds)
         return found + _after_links(script, joins)
 
-    def _target(self, redirect: Redirect, cwds: set[Path]) -> list[Finding]:
+    def _target(self, redirect: Redirect, cwds: set[Path], itself: bool = False,
+                ) -> list[Finding]:
+        """Findings for one write or read; `itself`: the program changes the path as a
+        whole, so the workspace directory itself may not be named."""
         target = redirect.target or ""
         if target in DEVICES:
             return []
@@ -265,6 +271,9 @@ class CommandPolicy:
             if path is None or root is None:
                 return [Finding(f"{label}, outside the workspace",
                                 INSTEAD["write" if write else "read"])]
+            if itself and path == root:
+                return [Finding(f"{label}, which is `{root}` itself, its .git/ and .swival/ "
+                                "included", INSTEAD["write"])]
             if write and protected_part(path.relative_to(root).parts):
                 return [Finding(f"{label}, inside .git/ or .swival/", INSTEAD["write"])]
         return []

@@ -7,7 +7,10 @@ change, move, remove or re-permission: the operands of `cp`, `mv`, `ln`, `instal
 unless they make links), the files of `sed -i`, `sort -o`, `uniq IN OUT`, `dd of=`, and
 git's own: `--output`, `-o`, `--separate-git-dir`, the directory of `git init`, `git
 clone`'s destination, `git worktree` paths, `git bundle create`'s file, `git
-checkout-index --prefix`. The policy checks each like an output redirection.
+checkout-index --prefix`, the local repository of `git push` and `git remote add`; for a
+copy into a directory, each source's name there. The policy checks each like an output
+redirection; `changes_itself` tells which programs may not name a workspace directory
+itself, and `unknown_option` finds a long option a writer is not known to take.
 
 `makes_links(words)` says whether the command can create, replace or move a symlink or a
 hard link (`ln`, `cp`, `mv`, archive extractors, git commands that update the work tree):
@@ -112,6 +115,10 @@ GIT_KEEPS_WORKTREE = frozenset({
     "diff-index", "diff-files", "range-diff", "cherry", "check-ignore", "check-attr",
     "hash-object", "verify-commit", "verify-tag", "show-branch", "push", "init",
 })
+# git push's options that take the next word (the first operand is the repository).
+GIT_PUSH_VALUED = ("o", ("--push-option", "--repo", "--receive-pack", "--exec"))
+CHANGES_ITSELF = frozenset({"rm", "rmdir", "unlink", "chmod", "chown", "chgrp", "shred",
+                            "truncate"})
 LINK_MAKERS = frozenset({"ln", "link", "cp", "mv", "rename", "rsync", "tar", "bsdtar",
                          "unzip", "cpio", "pax", "7z", "7za", "patch"})
 
@@ -166,6 +173,11 @@ def _writer_paths(writer: Writer, args: list[str]) -> list[str]:
         paths = given[1:]
     else:  # "mode": what is not a mode is a file
         paths = [p for p in given if not MODE.match(p)]
+    if writer.targets and (targets or len(given) > 1):
+        # A destination directory gets each source under its own name (`cp -r x/.git .`).
+        into, sources = (targets, given) if targets else (given[-1:], given[:-1])
+        paths += [f"{folder}/{PurePath(source).name}" for folder in into for source in sources
+                  if PurePath(source).name not in ("", ".", "..")]
     paths += targets
     suffixes = option_values(args, "S" if "S" in writer.short else "", ("--suffix",))
     return paths + [p + s for p in paths for s in suffixes]  # the backup copies' names
@@ -218,18 +230,53 @@ def _git(args: list[str]) -> list[str]:
     sub, rest = found if found else ("", [])
     out = option_values(args, "o" if sub in GIT_SHORT_OUTPUT else "", GIT_OUTPUTS)
     given = operands(rest, *GIT_VALUED)
+    if sub in ("push", "remote", "bundle"):
+        return out + _git_elsewhere(sub, rest)
     if sub == "init":
         out += given
     elif sub in ("clone", "worktree"):
         out += given[1:]  # clone: the destination, not the source; worktree: after `add` ...
-    elif sub == "bundle" and given[:1] == ["create"]:
-        out += given[1:2]
     elif sub == "checkout-index":
         prefixes = option_values(rest, "", ("--prefix",))
         out += prefixes + [p + g for p in prefixes for g in given]
     elif sub in ("merge-file", "pack-objects"):
         out += given[:1]
     return out
+
+
+def _git_elsewhere(sub: str, rest: list[str]) -> list[str]:
+    """What `git push`, `git remote add`/`set-url` and `git bundle create` write: the
+    repository pushed to (or later pushed to through the remote) when it is a local
+    path, the bundle file."""
+    if sub == "bundle":
+        given = operands(rest, "", ("--version",))
+        return given[1:2] if given[:1] == ["create"] else []
+    if sub == "remote":
+        given = operands(rest, "tm", ())
+        urls = given[2:3] if given[:1] in (["add"], ["set-url"]) else []
+    else:
+        given = operands(rest, *GIT_PUSH_VALUED)
+        urls = given[:1] + option_values(rest, "", ("--repo",))
+    return [path for url in urls if (path := _local_path(url)) is not None]
+
+
+def _local_path(url: str) -> str | None:
+    """The directory a git repository address names on this machine (`../r`, `/tmp/r`,
+    `file:///tmp/r`, or a remote's name, which resolves inside the workspace), or None
+    for a network address (`https://…`, `host:path`)."""
+    if url.startswith("file://"):
+        return url[len("file://"):] or None
+    colon, slash = url.find(":"), url.find("/")
+    if "://" in url or (colon > 0 and (slash < 0 or colon < slash)):
+        return None
+    return url
+
+
+def changes_itself(words: Sequence[str]) -> bool:
+    """Whether the program changes or removes each path it writes as a whole (`rm -r`,
+    `chmod -R`), rather than creating something in it: given the workspace itself, it
+    reaches `.git/` and `.swival/` too."""
+    return PurePath(words[0]).name in CHANGES_ITSELF
 
 
 SPECIAL: dict[str, Callable[[list[str]], list[str]]] = {
