@@ -185,6 +185,27 @@ def test_commands_are_asked_for_approval_in_ask_mode(root: Path) -> None:
     assert "Ask them" not in out
 
 
+def test_only_a_whole_answer_counts(root: Path) -> None:
+    """"abort" starts with a but is not "always": it is asked again; whole words count
+    in any case."""
+    provider = ScriptedProvider([
+        call("run_command", command="echo first"),
+        call("run_command", command="echo second"),
+        call("run_command", command="echo third"),
+        call("run_command", command="ls"),
+        reply("done"),
+    ])
+    session = make_session(root, provider, commands="ask")
+    out = Run(session)(f"go\rabort\r YES \rAlways\rnope\rno\r{CTRL_D}")
+    results = [m.content for m in provider.requests[-1].messages if m.role == "tool"]
+    assert "`abort` is not one of the answers. Answer y (once), a (always), or n (no)." in out
+    assert "`nope` is not one of the answers." in out
+    assert "first" in results[0] and "second" in results[1] and "third" in results[2]
+    assert "declined" in results[3]
+    assert out.count("Run `echo") == 2  # after "always", echo third ran unasked
+    assert session.policy.approved == {"echo"}
+
+
 @pytest.mark.parametrize(("share", "style"), [(0.5, "class:bottom-toolbar"),
                                               (0.75, "class:bottom-toolbar.warn"),
                                               (0.95, "class:bottom-toolbar.crit")])

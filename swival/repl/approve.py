@@ -63,12 +63,17 @@ class ApprovalPrompts:
 
     def _choose(self, scopes: tuple[str, ...]) -> tuple[Answer, str]:
         """Read the answer, with the scope chosen for "always" (keys a and s, one per
-        scope offered; none offered, no "always")."""
+        scope offered; none offered, no "always"). Only a whole answer counts (y, yes,
+        once; n, no, deny or Enter; a or always, s), in any case; anything else is
+        asked again."""
         once: tuple[Answer, str] = ("once", "")
         deny: tuple[Answer, str] = ("deny", "")
-        answers = {"y": once, "o": once, "n": deny, "d": deny, "": deny}
+        answers = {"y": once, "yes": once, "once": once, "n": deny, "no": deny, "deny": deny,
+                   "": deny}
         answers.update((key, ("always", scope))
                        for key, scope in zip(ALWAYS_KEYS, scopes, strict=False))
+        if scopes:
+            answers["always"] = ("always", scopes[0])
         offers = [f"[a]lways allow {scope}" if key == "a" else f"[{key}] always allow {scope}"
                   for key, scope in zip(ALWAYS_KEYS, scopes, strict=False)]
         options = wrap_words(" / ".join(["[y]es once", *offers, "[n]o"]) + ": ",
@@ -83,8 +88,8 @@ class ApprovalPrompts:
             except EOFError:
                 return "deny", ""
             # Ctrl-C here propagates: it cancels the whole turn, like anywhere else.
-            choice = answers.get(reply[:1])
+            choice = answers.get(reply)  # a whole answer: "abort" is not "always"
             if choice is not None:
                 return choice
-            self.view.message(f"Answer y (once), {keys + ', ' if keys else ''}or n (no).",
-                              "warning")
+            self.view.message(f"`{reply}` is not one of the answers. Answer y (once), "
+                              f"{keys + ', ' if keys else ''}or n (no).", "warning")
