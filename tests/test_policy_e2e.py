@@ -170,7 +170,7 @@ def test_one_shot_question_wraps_between_words(fake_server: Any, repo: Path) -> 
     assert "declined" in json.dumps(server.requests[-1]["messages"])
 
 
-WRITERS = "git,env,make,sort,cp,mv,ln,touch,chmod,mkdir,install,tee,rm"
+WRITERS = "git,env,make,sort,cp,mv,ln,touch,chmod,mkdir,install,tee,rm,tar"
 
 
 def git(root: Path, *args: str) -> None:
@@ -204,6 +204,8 @@ def planted_writes(outside: Path) -> list[str]:
         f"git push -q file://{outside}/pushed HEAD",
         "chmod -R 000 ../repo",
         "rm -rf ../repo",
+        "tar -cf a.tar --checkpoint=1 --checkpoint-action=exec='touch pwned-tar' a.txt",
+        "tar -I 'touch pwned-tar2' -cf b.tar a.txt",
         "ln -s .git/hooks/post-checkout h && git status > h",
         "git checkout -q evil && git status > h",
     ]

@@ -2,7 +2,8 @@
 
 `risk(words)` looks at one simple command (program and literal arguments) and names,
 for a person, what needs approval even when the program is on the allowlist:
-`git -c`, `find -exec`, `sed`'s `e` and `w` commands, `awk`'s `system()`, `npm install`,
+`git -c`, `find -exec`, `tar --checkpoint-action`, `rsync -e`, `zip -TT`, `sed`'s `e`
+and `w` commands, `awk`'s `system()`, `npm install`,
 `make SHELL=…`, and programs whose whole job is to run another one (`xargs`, `env CMD`,
 `timeout`, shells). Long options are matched however abbreviated (`--exe` is `--exec`)
 and short-option clusters are read whole (`env -iS'cmd'`), as the programs read them
@@ -84,10 +85,30 @@ PACKAGE_QUERIES = frozenset({
 PACKAGE_FLAGS = frozenset({"--version", "-v", "-V", "--help", "-h"})
 MAKE_CODE_LONG = ("--file", "--makefile", "--eval", "--directory", "--include-dir")
 ENV_VALUED = ("--unset", "--chdir", "--split-string")
-# Long options that make a program run another one: program -> {option: what it runs}.
-RUNNING_LONG = {
+# Options whose names a dangerous option's starts with, and that the program takes as
+# themselves (`tar --checkpoint=10` sets how often, `--checkpoint-action` what runs).
+RUNNING_EXACT = {"tar": ("--checkpoint",)}
+# Options that make a program run another one: program -> {option: what it runs}. Long
+# options count however abbreviated, short letters anywhere in a cluster (and in tar's
+# old-style first word, `tar cIf prog a.tar`); zip's `-TT` is one two-letter option.
+RUNNING_OPTIONS = {
     "sort": {"--compress-program": "a program to compress its temporary files"},
     "install": {"--strip-program": "a program to strip what it installs"},
+    "tar": {"--checkpoint-action": "a command at its checkpoints",
+            "--use-compress-program": "a program to compress or expand the archive",
+            "-I": "a program to compress or expand the archive",
+            "--to-command": "a command for each file it extracts",
+            "--info-script": "a script at the end of each volume",
+            "--new-volume-script": "a script at the end of each volume",
+            "-F": "a script at the end of each volume",
+            "--rsh-command": "a program to reach a remote archive",
+            "--rmt-command": "a program to reach a remote archive"},
+    "rsync": {"--rsh": "a program to reach the other side", "-e": "a program to reach the "
+              "other side", "--rsync-path": "a program on the other side",
+              "--remote-option": "options of the other side", "-M": "options of the other "
+              "side"},
+    "zip": {"--unzip-command": "a command to test the archive",
+            "-TT": "a command to test the archive"},
 }
 AWK_RISKS = (
     (re.compile(r"\bsystem\s*\("), "`system()`, which runs a command"),
@@ -262,16 +283,27 @@ def _printf(args: list[str]) -> str | None:
     return None
 
 
-def _running_long(name: str) -> Callable[[list[str]], str | None]:
-    """The rule for a program whose long options in RUNNING_LONG run another program."""
-    table = RUNNING_LONG[name]
+def _running(name: str) -> Callable[[list[str]], str | None]:
+    """The rule for a program whose options in RUNNING_OPTIONS run another program."""
+    table = RUNNING_OPTIONS[name]
+    longs = tuple(o for o in table if o.startswith("--"))
+    letters = "".join(o[1] for o in table if len(o) == 2)
+    two = tuple(o for o in table if len(o) == 3)  # zip's -TT
 
     def rule(args: list[str]) -> str | None:
-        for arg in args[:args.index("--")] if "--" in args else args:
-            option = long_option(arg, tuple(table))
-            if option:
-                written = arg.split("=", 1)[0]
-                return f"`{name} {written}`{_meaning(written, option)}, which runs {table[option]}"
+        for k, arg in enumerate(args[:args.index("--")] if "--" in args else args):
+            written = arg.split("=", 1)[0]
+            exact = written in RUNNING_EXACT.get(name, ())
+            option = None if exact else long_option(arg, longs) or next(
+                (o for o in two if arg.startswith(o)), None)
+            old_style = name == "tar" and k == 0 and not arg.startswith("-")
+            letter = in_cluster("-" + arg if old_style else arg, letters)
+            if option in two:
+                return f"`{name} {option}`, which runs {table[option]}"
+            if option or letter:
+                what = table[option or f"-{letter}"]
+                shown = written if option else f"-{letter}"
+                return f"`{name} {shown}`{_meaning(written, option)}, which runs {what}"
         return None
 
     return rule
@@ -282,5 +314,5 @@ RULES: dict[str, Callable[[list[str]], str | None]] = {
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sed": sed_script.risk, "gsed": sed_script.risk,
     "test": _test, "[": _test, "printf": _printf,
-    **{name: _running_long(name) for name in RUNNING_LONG},
+    **{name: _running(name) for name in RUNNING_OPTIONS},
 }
