@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from swival.config import Settings
 from swival.context.budget import Budget
@@ -11,11 +12,18 @@ from swival.errors import SwivalError
 from swival.prompts import instruction_files, load
 from swival.providers.base import UNKNOWN_WINDOW_BUDGET, ProviderInfo
 from swival.providers.factory import connect
-from swival.tools.catalog import default_tools
-from swival.tools.registry import ToolRegistry
+from swival.tools.catalog import session_registry
+from swival.tools.fetch_policy import FetchPolicy
 from swival.tools.sandbox import sandbox_from_settings
+from swival.tools.shell_parse import parser_problem
 
 OVERHEAD_WARNING_SHARE = 0.25
+
+
+def session_schemas(settings: Settings) -> list[dict[str, Any]]:
+    """The schemas of exactly the tools a session with `settings` sends."""
+    fetch = FetchPolicy(settings.fetch, yolo=settings.yolo).enabled
+    return session_registry(settings, fetch=fetch).schemas()
 
 
 def overhead(settings: Settings) -> dict[str, int]:
@@ -23,7 +31,7 @@ def overhead(settings: Settings) -> dict[str, int]:
     counter = TokenCounter()
     parts = {
         "system prompt": counter.text(load("system")),
-        "tool schemas": counter.schemas(ToolRegistry(default_tools()).schemas()),
+        "tool schemas": counter.schemas(session_schemas(settings)),
     }
     for name, text in instruction_files(settings.project_root):
         parts[name] = counter.text(text)
@@ -38,6 +46,17 @@ def sandbox_lines(settings: Settings) -> list[str]:
     if notice:
         lines.append(f"  {notice}")
     return lines
+
+
+def parser_lines() -> list[str]:
+    """Whether commands can be checked: without the bash parser none is auto-approved."""
+    problem = parser_problem()
+    if problem is None:
+        return ["command check    bash parser loaded"]
+    return [f"command check    off: the bash parser could not be loaded ({problem})",
+            "  Every command will be asked about (refused where no one can answer), even "
+            "with --commands git,ls,...; to fix it, install Swival again the way it was "
+            "installed (pip, pipx or uv), which brings back tree-sitter and tree-sitter-bash."]
 
 
 def mcp_lines(settings: Settings, window: int | None) -> list[str]:
@@ -58,7 +77,7 @@ def mcp_lines(settings: Settings, window: int | None) -> list[str]:
         counter = TokenCounter()
         budget = Budget(window or UNKNOWN_WINDOW_BUDGET, settings.max_output_tokens, 1, 1)
         lines += doctor_lines(specs, counter.schemas, counter.schemas(
-            ToolRegistry(default_tools()).schemas()), budget.input_budget)
+            session_schemas(settings)), budget.input_budget)
     return lines
 
 
@@ -69,6 +88,7 @@ def report(settings: Settings, info: ProviderInfo | None, error: str | None) -> 
     lines.append(f"config files     {files}")
     lines.append(f"provider         {settings.provider}")
     lines.extend(sandbox_lines(settings))
+    lines.extend(parser_lines())
     if info is None:
         lines.append(f"server           unreachable: {error}")
         window = None

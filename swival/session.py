@@ -34,12 +34,11 @@ from swival.state import (
 )
 from swival.tools.approval import Approvals, EditPolicy
 from swival.tools.base import ChildRun, SubagentTotals, ToolContext
-from swival.tools.catalog import default_tools
+from swival.tools.catalog import session_registry, subagent_tools
 from swival.tools.fetch_policy import FetchPolicy
 from swival.tools.policy import CommandPolicy, Workspace, resolve_mode
 from swival.tools.registry import ToolRegistry
 from swival.tools.sandbox import Sandbox, sandbox_from_settings
-from swival.tools.task import Task
 from swival.tools.undo import UndoJournal
 
 if TYPE_CHECKING:
@@ -213,9 +212,7 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     approvals = Approvals()
     fetch_policy = FetchPolicy(settings.fetch, yolo=settings.yolo, approvals=approvals)
     widen = subagent_tools(settings.subagent_tools)  # () widens nothing: children read only
-    registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled,
-                                          task=Task(read_only=widen == ())),
-                            read_only=settings.read_only)
+    registry = session_registry(settings, fetch=fetch_policy.enabled)
     mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
     redactor = redactor_for(settings, os.environ)
     sandbox = sandbox_from_settings(settings, os.environ)
@@ -260,25 +257,6 @@ def _hold_spills(state_dir: Path, session_id: str) -> SpillClaim | None:
         return claim_spills(spill_folder(state_dir, session_id))
     except OSError:
         return None
-
-
-def subagent_tools(value: str) -> tuple[str, ...] | None:
-    """What `subagent_tools` adds to a subagent's read-only tools: () nothing, None all
-    of the parent's, else those names (built-in tools, or MCP tools by their exposed
-    name). ConfigError for a name that is neither."""
-    wanted = [name.strip() for name in value.split(",") if name.strip()]
-    if wanted in ([], ["read-only"]):
-        return ()
-    if wanted == ["all"]:
-        return None
-    tools = default_tools()
-    known = [tool.spec.name for tool in tools]
-    unknown = [n for n in wanted if n not in known and not n.startswith(("mcp__", "mcp_"))]
-    if unknown:
-        raise ConfigError(f"subagent_tools: no tool named {', '.join(unknown)}. Use "
-                          f"read-only, all, or tools from: {', '.join(known)}.")
-    read_only = {tool.spec.name for tool in tools if tool.read_only}
-    return tuple(n for n in wanted if n not in read_only)  # those are there anyway
 
 
 class Subagents:

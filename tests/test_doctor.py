@@ -2,22 +2,56 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-from swival.config import Settings
-from swival.doctor import overhead
+import pytest
+
+from swival.config import Settings, load_settings
+from swival.doctor import overhead, parser_lines, session_schemas
+from swival.session import build_session
 from tests.e2e import run_swival
 from tests.fakeserver import text
+from tests.scripted import ScriptedProvider
 
 
 def test_fixed_overhead_is_lean(tmp_path: Path) -> None:
-    """System prompt + every tool schema, no instruction files: at most 1,200 tokens."""
+    """System prompt + the schema of every tool a default session sends (`task`
+    included), no instruction files: at most 1,400 tokens."""
     parts = overhead(Settings(project_root=tmp_path))
     total = sum(parts.values())
     print(f"fixed overhead: {parts} = {total} tokens (cl100k_base)")
     assert set(parts) == {"system prompt", "tool schemas"}
-    assert total <= 1200
+    assert total <= 1400
+
+
+@pytest.mark.parametrize("cli", [{}, {"fetch": "none"}, {"subagent_tools": "all"},
+                                 {"read_only": True}])
+def test_the_doctor_counts_the_tools_a_session_sends(tmp_path: Path,
+                                                     cli: dict[str, Any]) -> None:
+    settings = load_settings(cli, cwd=tmp_path)
+    session = build_session(settings, ScriptedProvider([]), interactive=False)
+    try:
+        assert session_schemas(settings) == session.agent.tools.schemas()
+    finally:
+        session.close()
+    names = [schema["function"]["name"] for schema in session_schemas(settings)]
+    assert "task" in names and ("fetch_url" in names) is (cli != {"fetch": "none"})
+
+
+def test_the_doctor_says_when_commands_cannot_be_checked(tmp_path: Path) -> None:
+    """A real interpreter in which tree-sitter cannot be imported."""
+    assert parser_lines() == ["command check    bash parser loaded"]
+    script = ("import sys; sys.modules['tree_sitter'] = None\n"
+              "from swival.doctor import parser_lines\n"
+              "print('\\n'.join(parser_lines()))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=tmp_path, check=True).stdout
+    assert out.startswith("command check    off: the bash parser could not be loaded (")
+    assert "Every command will be asked about" in out and "install Swival again" in out
+    assert "Traceback" not in out
 
 
 def test_doctor_reports_server_window_and_overhead(fake_server: Any, tmp_path: Path) -> None:
@@ -31,6 +65,7 @@ def test_doctor_reports_server_window_and_overhead(fake_server: Any, tmp_path: P
     assert "8192 tokens (llama.cpp /props n_ctx)" in out
     assert "AGENTS.md" in out and str(tmp_path / "swival.toml") in out
     assert "fixed overhead" in out and "% of the window" in out
+    assert "command check    bash parser loaded" in out
     assert not server.requests, "the doctor sends no chat request"
 
 

@@ -435,11 +435,21 @@ def test_the_parser_missing_fails_closed(tmp_path: Path) -> None:
     script = ("import sys; sys.modules['tree_sitter'] = None\n"
               "from swival.tools.policy import CommandPolicy\n"
               "print(CommandPolicy('git').approve('git status'))\n"
-              "print(CommandPolicy('all').approve('git status'))\n")
+              "print(CommandPolicy('all').approve('git status'))\n"
+              "asked = []\n"
+              "CommandPolicy('ask', ask=lambda q: asked.append(q) or 'deny')"
+              ".approve('git status')\n"
+              "print(asked[0].found)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          cwd=tmp_path, check=True).stdout.splitlines()
-    assert "the shell parser is unavailable" in out[0] and "tree-sitter-bash" in out[0]
+    assert out[0] == (
+        "Swival's shell parser could not be loaded, so it cannot check any command and each "
+        "one needs a person's approval, which no one can give in this run. Tell the user: "
+        "installing Swival again the way it was installed (pip, pipx or uv) brings back the "
+        "parser, the packages tree-sitter and tree-sitter-bash.")
     assert out[1] == "None"
+    assert "every command, since Swival's shell parser could not be loaded (" in out[2]
+    assert "tree_sitter" in out[2] and "installing Swival again brings it back" in out[2]
 
 
 # --- modes --------------------------------------------------------------------------

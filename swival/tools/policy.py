@@ -58,6 +58,8 @@ INSTEAD = {
     "cd": "stay inside the workspace",
     "path": "ask the user to take relative directories, and directories inside the "
             "workspace, out of PATH",
+    "parser": "Tell the user: installing Swival again the way it was installed (pip, pipx "
+              "or uv) brings back the parser, the packages tree-sitter and tree-sitter-bash.",
     "links": "run the command that creates or moves links on its own, then check the "
              "result before writing there",
 }
@@ -202,12 +204,19 @@ class CommandPolicy:
             return None
         if self.mode == "ask":
             return self._ask(command, unlisted, found)
+        if found and found[0].instead == INSTEAD["parser"]:
+            return Refusal(f"Swival's shell parser could not be loaded, so it cannot check "
+                           f"any command and each one needs a person's approval, which no "
+                           f"one can give in this run. {INSTEAD['parser']}",
+                           "not run: the shell parser is missing, so every command needs "
+                           "approval")
         return _refusal(unlisted, found, self.mode)
 
     def review(self, command: str) -> tuple[list[str], list[Finding]]:
         """The unlisted programs of `command`, and everything else needing approval."""
         script = parse(command)
-        found = [Finding(what, INSTEAD["shell"]) for what in script.constructs]
+        instead = INSTEAD["shell" if script.missing is None else "parser"]
+        found = [Finding(what, instead) for what in script.constructs]
         unlisted: list[str] = []
         for simple in script.commands:
             program = simple.words[0]

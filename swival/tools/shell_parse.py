@@ -81,6 +81,7 @@ class Script:
     commands: tuple[SimpleCommand, ...]
     operators: tuple[str, ...]
     constructs: tuple[str, ...]
+    missing: str | None = None  # why the parser could not be loaded (then nothing parsed)
 
 
 class _NotLiteral(Exception):
@@ -110,13 +111,25 @@ def _parser() -> Any:
     return Parser(Language(tree_sitter_bash.language()))
 
 
-def parse(command: str) -> Script:
-    """Describe `command` (see the module docstring); never raises."""
+def parser_problem() -> str | None:
+    """Why the bash parser cannot be loaded (tree-sitter or its grammar missing, or
+    built for another version), or None when it can."""
     try:
-        parser = _parser()
+        _parser()
     except Exception as exc:  # ImportError, or a grammar built for another tree-sitter
-        return Script((), (), (f"the shell parser is unavailable ({exc}); reinstall "
-                               "swival's dependencies tree-sitter and tree-sitter-bash",))
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def parse(command: str) -> Script:
+    """Describe `command` (see the module docstring); never raises. Without a parser
+    (`missing` says why) the script has one construct and no commands."""
+    missing = parser_problem()
+    if missing is not None:
+        return Script((), (), ("every command, since Swival's shell parser could not be "
+                               f"loaded ({missing}); installing Swival again brings it back",),
+                      missing)
+    parser = _parser()
     prefilter = _raw_text_problem(command)
     if prefilter:
         return Script((), (), (prefilter,))
