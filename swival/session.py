@@ -234,7 +234,7 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     tool_ctx.session_id = context.session_id  # names the session's spill folder
     spills = _hold_spills(state_dir, context.session_id)
     tool_ctx.undo = UndoJournal(undo_folder(state_dir, context.session_id))
-    tool_ctx.undo.prune()
+    tool_ctx.undo.prune(spill_folder(state_dir, context.session_id).parent)
     mcp, mcp_notices = _start_mcp(settings, registry, context, approvals, redactor)
     agent = Agent(provider, registry, context, tool_ctx,
                   AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature,

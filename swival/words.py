@@ -7,3 +7,15 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     """`count` with its noun agreeing: plural(1, "match", "matches") -> "1 match",
     plural(3, "line") -> "3 lines". `many` is the plural form when it is not noun + "s"."""
     return f"{count} {noun if count == 1 else many or noun + 's'}"
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` on one line, at most `limit` characters: when longer, cut after the last
+    whole word that fits, with "…" (only a first word longer than that is cut inside)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    head = flat[:max(1, limit - 1)]
+    if flat[len(head)] != " " and " " in head:
+        head = head.rsplit(" ", 1)[0]
+    return head.rstrip() + "…"

@@ -11,13 +11,16 @@ from typing import Any
 
 import pytest
 
+from swival.config import Settings
 from swival.messages import ToolCall, ToolResult
 from swival.redaction import Redactor
-from swival.state import prepare_state_dir, undo_folder
+from swival.session import build_session
+from swival.state import SPILLS, prepare_state_dir, undo_folder
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
 from swival.tools.registry import ToolRegistry
-from swival.tools.undo import UndoJournal, Undone, UndoRefused
+from swival.tools.undo import KEPT_SESSIONS, UndoJournal, Undone, UndoRefused
+from tests.scripted import ScriptedProvider
 
 KEY = "sk-or-v1-undo0123456789abcdef01"
 
@@ -208,8 +211,47 @@ def test_undo_folders_of_old_sessions_are_pruned(tmp_path: Path) -> None:
         (undo_folder(state, f"old{n}") / "000001").mkdir(parents=True)
         os.utime(undo_folder(state, f"old{n}"), ns=(n * 10**9, n * 10**9))
     current = UndoJournal(undo_folder(state, "now"))
-    current.prune(keep=2)
+    current.prune(state / SPILLS, keep=2)
     assert sorted(p.name for p in (state / "undo").iterdir()) == ["old3", "old4"]
+
+
+def test_pruning_leaves_the_record_of_a_session_still_running(tmp_path: Path) -> None:
+    """Two real sessions: the second one's start-up pruning skips the first one's undo
+    record while the first runs, however old, and removes it once it has ended."""
+    settings = Settings(project_root=tmp_path)
+    first = build_session(settings, ScriptedProvider([]), interactive=False)
+    ctx = first.agent.tool_ctx
+    request(ctx, "the first session's edit")
+    run(ctx, "write_file", file_path="kept.txt", content="k\n")
+    assert ctx.undo is not None
+    state = tmp_path / ".swival"
+    for n in range(KEPT_SESSIONS + 1):  # newer records of sessions long gone
+        (undo_folder(state, f"gone{n}") / "000001").mkdir(parents=True)
+        os.utime(undo_folder(state, f"gone{n}"), ns=((n + 10) * 10**9,) * 2)
+    os.utime(ctx.undo.folder, ns=(10**9, 10**9))  # the oldest of all
+    second = build_session(settings, ScriptedProvider([]), interactive=False)
+    assert ctx.undo.folder.is_dir() and not undo_folder(state, "gone0").exists()
+    assert undo_folder(state, "gone1").exists()
+    outcome = undo(ctx)
+    assert isinstance(outcome, Undone) and outcome.removed == ("kept.txt",)
+    request(ctx, "another edit")
+    run(ctx, "write_file", file_path="later.txt", content="l\n")
+    os.utime(ctx.undo.folder, ns=(10**9, 10**9))
+    first.close()
+    third = build_session(settings, ScriptedProvider([]), interactive=False)
+    assert not ctx.undo.folder.exists()  # ended: pruned like any old record
+    second.close()
+    third.close()
+
+
+def test_a_long_request_names_its_undo_between_words(ctx: ToolContext) -> None:
+    request(ctx, "please rename every helper in the parsing module and then "
+                 "update all of the callers accordingly, carefully")
+    run(ctx, "write_file", file_path="n.txt", content="n\n")
+    outcome = undo(ctx)
+    assert isinstance(outcome, Undone)
+    assert outcome.label == ("please rename every helper in the parsing module and then "
+                             "update all of the…")
 
 
 def test_a_symlinked_undo_folder_stops_start_up(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ Spill files (outputs too large for the window, saved for the model to page throu
 live in `.swival/out/<session id>/`. A running session holds its folder (a lock on the
 folder's `.live` file, `claim_spills`), and pruning never touches the current session's
 folder nor one another running session holds, whose files their histories may point
-to; of the other sessions' files it keeps the newest SPILLS_KEPT.
+to; of the other sessions' files it keeps the newest SPILLS_KEPT. The same hold keeps a
+running session's undo record from being pruned (`unless_live`, swival/tools/undo.py).
 
 The session index lives in the user's state directory, where no repository can put
 files: one line per transcript that this user's Swival created, per project, and a seal
@@ -41,11 +42,12 @@ from swival.state.spills import (
     prune_spills,
     spill_stream,
     spill_text,
+    unless_live,
 )
 
 __all__ = [
     "HISTORY", "LIVE", "SAFE_NAME", "SESSIONS", "SPILLS", "SPILLS_KEPT", "STATE_DIR", "UNDO",
     "SealedFile", "SessionIndex", "SpillClaim", "claim_spills", "prepare_state_dir",
     "prune_spills", "sessions_dir", "spill_folder", "spill_stream", "spill_text",
-    "undo_folder",
+    "undo_folder", "unless_live",
 ]

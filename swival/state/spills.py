@@ -79,7 +79,7 @@ def prune_spills(folder: Path, keep: int = SPILLS_KEPT) -> None:
             if not entry.is_dir(follow_symlinks=False):
                 found.append(_age(entry))
                 continue
-            with _unless_live(Path(entry.path)) as free:
+            with unless_live(Path(entry.path)) as free:
                 if free:
                     idle.append(entry.path)
                     with os.scandir(entry.path) as inner:
@@ -96,7 +96,7 @@ def _prune_folder(holder: Path, doomed: set[str]) -> None:
     the folder of all spills) and, if emptied, the folder, unless a session took it
     meanwhile."""
     loose = holder.name == SPILLS
-    with _unless_live(holder) as free:
+    with unless_live(holder) as free:
         if not (free or loose):
             return
         for path in doomed:
@@ -110,9 +110,10 @@ def _prune_folder(holder: Path, doomed: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def _unless_live(spills: Path) -> Iterator[bool]:
+def unless_live(spills: Path) -> Iterator[bool]:
     """True, holding the folder's `.live` lock exclusively, when no running session holds
-    the folder; False when one does."""
+    the folder; False when one does. The undo records use it too: a session's spill
+    folder is held for as long as it runs."""
     try:
         fd = os.open(spills / LIVE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:  # no lock file (or a planted link): nobody holds it

@@ -29,11 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swival.state import unless_live
 from swival.tools.atomic import atomic_write
 from swival.tools.regular import NotRegularFile, open_regular
+from swival.words import clip
 
 MANIFEST = "manifest.json"
 KEPT_SESSIONS = 20  # undo records of other sessions kept; older ones are removed
+LABEL_CHARS = 80  # of the request's text, naming it in /undo's reply
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,7 @@ class UndoJournal:
 
     def begin(self, label: str) -> None:
         """A new request starts; `label` (its text, redacted) names it in /undo's reply."""
-        self._label, self._entry, self._files = " ".join(label.split())[:80], None, {}
+        self._label, self._entry, self._files = clip(label, LABEL_CHARS), None, {}
 
     def keep(self, path: Path, name: str) -> None:
         """Before a tool writes `path` (shown as `name`): keep what it holds, unless this
@@ -186,17 +189,23 @@ class UndoJournal:
         """How many requests can be undone."""
         return len(self._entries())
 
-    def prune(self, keep: int = KEPT_SESSIONS) -> None:
-        """Remove the undo records of all but the newest `keep` other sessions."""
+    def prune(self, spills: Path, keep: int = KEPT_SESSIONS) -> None:
+        """Remove the undo records of all but the newest `keep` other sessions that are
+        not running. A session runs while it holds its spill folder, the one of the same
+        name in `spills` (see swival/state/spills.py); that lock is held while a record is
+        removed, so a session resumed meanwhile waits and keeps what is left."""
         parent = self.folder.parent
         with contextlib.suppress(OSError):
             others = [p for p in parent.iterdir() if p.name != self.folder.name]
             others.sort(key=lambda p: p.lstat().st_mtime_ns)
             for old in others[:max(0, len(others) - keep)]:
-                if old.is_dir() and not old.is_symlink():
-                    shutil.rmtree(old, ignore_errors=True)
-                else:
-                    old.unlink(missing_ok=True)
+                with unless_live(spills / old.name) as idle:
+                    if not idle:
+                        continue
+                    if old.is_dir() and not old.is_symlink():
+                        shutil.rmtree(old, ignore_errors=True)
+                    else:
+                        old.unlink(missing_ok=True)
 
     # -- internals ---------------------------------------------------------------------
 
