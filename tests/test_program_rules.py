@@ -71,6 +71,12 @@ from swival.tools.program_writes import makes_links, written_files
     ("rsync --rsync-p=id a b", "(short for --rsync-path)"),
     ("zip -T -TT 'sh -c id' a.zip f", "`zip -TT`"),
     ("zip -TTid a.zip f", "`zip -TT`"),
+    # a remote archive or destination runs a remote shell to reach it
+    ("tar -cf backup:x.tar .", "`tar` naming `backup:x.tar`"),
+    ("tar cf backup:x.tar .", "another machine"),
+    ("tar -cfbackup:x.tar .", "another machine"),
+    ("tar --file=backup:x.tar -c .", "another machine"),
+    ("rsync -a . backup:/srv", "`rsync` naming `backup:/srv`"),
     ("zip -T --unzip-c=id a.zip f", "(short for --unzip-command)"),
     ("xargs rm", "`xargs`, which runs another program"),
     ("env rm x", "`env`, which runs another program"),
@@ -188,6 +194,7 @@ def test_risky_arguments_are_named(command: str, named: str) -> None:
     "printf -- -v", "install -m 755 x bin/",
     "tar -cf a.tar --checkpoint=10 .", "tar xzf a.tar", "tar -tvf a.tar",
     "tar -xf a.tar --to-stdout", "rsync -a src/ dst/", "zip -r -T a.zip d",
+    "tar --force-local -cf c:x.tar .", "tar -cf dir/a:b.tar .",
 ])
 def test_plain_uses_are_not_flagged(command: str) -> None:
     assert risk(shlex.split(command)) is None

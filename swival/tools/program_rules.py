@@ -309,10 +309,45 @@ def _running(name: str) -> Callable[[list[str]], str | None]:
     return rule
 
 
+# `host:path` (no slash before the colon): tar and rsync reach another machine for it,
+# through rsh or ssh, unless tar is told `--force-local`.
+REMOTE_OPERAND = re.compile(r"^[^/:=-][^/:=]*:")
+
+
+def _remote(name: str, rule: Callable[[list[str]], str | None]
+            ) -> Callable[[list[str]], str | None]:
+    """`rule`, and a remote archive or destination named as `host:path` asks."""
+
+    def checked(args: list[str]) -> str | None:
+        found = rule(args)
+        if found or (name == "tar" and any(
+                len(a) >= 7 and "--force-local".startswith(a) for a in args)):
+            return found
+        remote = next((a for a in args if any(
+            REMOTE_OPERAND.match(v) for v in _operands(a))), None)
+        if remote is not None:
+            return f"`{name}` naming `{remote}`, which it reaches on another machine " \
+                   "through a remote shell"
+        return None
+
+    return checked
+
+
+def _operands(arg: str) -> list[str]:
+    """What `arg` may name as a file: itself, a long option's `=value`, and what follows
+    `f` in a short-option cluster (`-fhost:a.tar`)."""
+    if arg.startswith("--"):
+        return arg.split("=", 1)[1:]
+    if is_cluster(arg) and "f" in arg:
+        return [arg[arg.index("f") + 1:]]
+    return [] if arg.startswith("-") else [arg]
+
+
 RULES: dict[str, Callable[[list[str]], str | None]] = {
     "git": _git, "find": _find, "make": _make, "gmake": _make, "rg": _rg,
     "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
     "sed": sed_script.risk, "gsed": sed_script.risk,
     "test": _test, "[": _test, "printf": _printf,
     **{name: _running(name) for name in RUNNING_OPTIONS},
+    "tar": _remote("tar", _running("tar")), "rsync": _remote("rsync", _running("rsync")),
 }
