@@ -6,13 +6,15 @@ litellm (seconds, ~170 MB) is paid once and never lands in the test runner itsel
 Every non-loopback connection is refused first (tests/netguard.py), so the result also
 says whether anything tried to leave the machine. Each check drives `HostedProvider`
 (litellm's real code) against loopback FakeServers given as the API base of a hosted-style
-model string; tests/test_hosted.py asserts on the result.
+model string, and how each kind of failure ends (`errors`); tests/test_hosted.py asserts
+on the result.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -170,6 +172,13 @@ def errors() -> dict[str, Any]:
         missing = provider(server, Limits(30.0, 30.0), model="openai/gpt-4o-mni")
         server.script(error(404, "The model `gpt-4o-mni` does not exist"))
         out["no_model"] = failure(missing, server)
+    with socket.socket() as closed:  # bound, never listening: connecting is refused
+        closed.bind(("127.0.0.1", 0))
+        info = ProviderInfo("openai", "(hosted)", MODEL, hosted_window(MODEL))
+        call = CallConfig(MODEL, f"http://127.0.0.1:{closed.getsockname()[1]}/v1", "sk-x",
+                          Limits(30.0, 30.0))
+        out["unreachable"] = failure(HostedProvider(info, RetryPolicy(retries=2), call),
+                                     server)
     return out
 
 

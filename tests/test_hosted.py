@@ -8,6 +8,10 @@
   transports (`request_timeout`, `idle_timeout`) holding for hosted streams too.
 - The installed `swival`, one-shot `--json`, reports the cost by the price map; in the REPL a
   request typed at once waits behind a live spinner while litellm loads, then is answered.
+- Failures, in plain words: without its key variable `swival` stops before any request
+  (exit 2, naming the variable); a refused key stops at once; 429 and 5xx are retried
+  (Retry-After honoured); a missing model is named with look-alikes; no message carries a
+  traceback, an exception class name or brackets inside brackets.
 """
 
 from __future__ import annotations
@@ -275,6 +279,14 @@ def test_a_missing_model_is_named_with_look_alikes(child: dict[str, Any]) -> Non
     assert "openai/gpt-4o-mini" in missing["message"] and "--model openai/<name>" in (
         missing["message"])
     assert plain_words(missing["message"].replace("`gpt-4o-mni`", ""))
+
+
+def test_an_unreachable_provider_is_not_a_server_to_start(child: dict[str, Any]) -> None:
+    unreachable = child["errors"]["unreachable"]
+    assert unreachable["error"] == "ProviderUnreachable" and unreachable["exit_code"] == 3
+    assert unreachable["message"].startswith("Cannot connect to openai's API (model "
+                                             "openai/gpt-4o-mini). Check this machine's network")
+    assert "Start" not in unreachable["message"] and plain_words(unreachable["message"])
 
 
 def test_swival_without_the_key_fails_before_any_request(fake_server: Any,
