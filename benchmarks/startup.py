@@ -2,7 +2,8 @@
 
 Against the loopback fake server (instant replies), with the installed `swival`:
 
-1. `swival --help`: wall and CPU time, whether litellm or httpx got imported, and what the
+1. `swival --help` (the installed console script, whole process) next to the bare
+   interpreter start: wall and CPU time, whether litellm or httpx got imported, and what the
    CPU time goes to (interpreter, site-packages start-up, typer, swival.cli, the help);
 2. the REPL in a real pseudo-terminal (pexpect): launch until the prompt is drawn, then a
    request typed the moment the prompt appears, from Enter until the server has it; and
@@ -18,9 +19,11 @@ Against the loopback fake server (instant replies), with the installed `swival`:
 
 Wall times depend on what else the machine runs, so every process figure also gives its CPU
 time (user + system): with the model answering instantly, that is what the same run takes on
-an idle machine. The load average at the start is printed with the table.
+an idle machine. The load average at the start is printed with the tables: first a verdict
+per start-up target the docs set (met, missed in wall time only, or missed, and why the
+hosted request typed at once misses), then every figure with its spread.
 
-    python benchmarks/startup.py                # print the table
+    python benchmarks/startup.py                # print the tables
     python benchmarks/startup.py --write-docs   # also update the "Start-up" section of
                                                 # docs/benchmarks.md
 """
@@ -36,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,16 +104,6 @@ def help_runs(runs: int) -> tuple[list[Run], str]:
              "print(','.join(m for m in ('litellm', 'httpx') if m in sys.modules) or 'none')")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     return times, out.stdout.strip().splitlines()[-1]
-
-
-def help_verdict(runs: Sequence[Run], target: float = 0.1) -> str:
-    """Whether the median `--help` run met `target` seconds, in wall and in CPU time."""
-    wall, cpu = median([r.wall for r in runs]), median([r.cpu for r in runs])
-    if wall <= target:
-        return "met"
-    if cpu <= target:
-        return "missed in wall time (the CPU time is within it: the rest is waiting for a core)"
-    return "missed (see what costs what below)"
 
 
 def help_breakdown(runs: int) -> str:
@@ -264,92 +257,203 @@ def row(name: str, runs: Sequence[Run], target: str) -> tuple[str, str, str, str
     return (name, seconds([r.wall for r in runs]), seconds([r.cpu for r in runs]), target)
 
 
-def measure(runs: int, turns: int) -> list[tuple[str, str, str, str]]:
-    rows = []
-    help_times, imported = help_runs(runs)
-    rows.append(row("`swival --help`", help_times, "≤ 0.1 s"))
-    rows.append(("`--help` against its target", help_verdict(help_times), "", "≤ 0.1 s"))
-    rows.append(("`--help` imports litellm or httpx", imported, "", "none"))
-    rows.append(("`--help`: what costs what (CPU, each step's median minus the one before)",
-                 "", help_breakdown(runs), ""))
+@dataclass(frozen=True)
+class Target:
+    """A start-up target the docs state: what it bounds and the bound."""
+
+    what: str
+    bound: float
+
+
+HELP = Target("`swival --help`", 0.1)
+LAUNCH = Target("REPL: launch until the prompt is drawn (local server)", 0.5)
+FIRST = Target("REPL: Enter until the first request reaches the server, typed the moment "
+               "the prompt appears (local server)", 0.3)
+HOSTED_LAUNCH = Target("REPL, hosted model: launch until the prompt is drawn", 0.5)
+HOSTED_AT_ONCE = Target("REPL, hosted model: Enter until the first request reaches the "
+                        "server, typed the moment the prompt appears", 0.3)
+HOSTED_SETTLED = Target("REPL, hosted model: the same, typed once the warm-up is over", 0.3)
+ONESHOT = Target(f"one-shot {STEPS}-step investigation @32K, LM Studio transport, whole "
+                 "process", 2.5)
+RATIO = Target("one-shot through LM Studio's transport / through Ollama's (wall time)", 1.25)
+WAITING = "missed in wall time only (the CPU time is within it: the rest is waiting for a core)"
+
+
+@dataclass
+class Measured:
+    """Every process and turn the section reports, by what it measured."""
+
+    runs: dict[str, list[Run]] = field(default_factory=dict)
+    imported: str = ""
+    breakdown: str = ""
+    turns: dict[str, list[float]] = field(default_factory=dict)
+
+
+def measure(runs: int, turns: int) -> Measured:
+    found = Measured()
+    found.runs["help"], found.imported = help_runs(runs)
+    root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
+    found.runs["python"] = [timed([sys.executable, "-c", "pass"], root, environment(root))
+                            for _ in range(runs)]
+    found.breakdown = help_breakdown(runs)
     with FakeServer(kind="llamacpp", window=16_384) as server:
-        launches, firsts = repl_runs(server, runs)
-        rows.append(row("REPL: launch until the prompt is drawn", launches, "≤ 0.5 s"))
-        rows.append(row("REPL: Enter until the first request reaches the server (typed "
-                        "the moment the prompt appears)", firsts, "≤ 0.3 s"))
+        found.runs["launch"], found.runs["first"] = repl_runs(server, runs)
         both = oneshot_runs(("lmstudio", "ollama"), runs)
-        lmstudio, ollama = both["lmstudio"], both["ollama"]
-        rows.append(row(f"one-shot {STEPS}-step investigation @32K, LM Studio transport "
-                        "(SSE), whole process", lmstudio, "≤ 2.5 s"))
-        rows.append(row(f"one-shot {STEPS}-step investigation @32K, Ollama transport "
-                        "(NDJSON), whole process", ollama, ""))
-        ratio = (median([r.wall for r in lmstudio]) / median([r.wall for r in ollama]),
-                 median([r.cpu for r in lmstudio]) / median([r.cpu for r in ollama]))
-        rows.append(("LM Studio / Ollama", f"{ratio[0]:.2f}×", f"{ratio[1]:.2f}×", "≤ 1.25×"))
-        rows.append(("peak memory of that one-shot run (LM Studio transport)",
-                     f"{median([r.rss_mb for r in lmstudio]):.0f} MB", "", ""))
-        rows += hosted_rows(max(3, runs // 2))
+        found.runs["lmstudio"], found.runs["ollama"] = both["lmstudio"], both["ollama"]
+        hosted = max(3, runs // 2)
+        with FakeServer(kind="openai", model="gpt-4o-mini", window=128_000) as cloud:
+            found.runs["hosted launch"], found.runs["hosted at once"] = repl_runs(
+                cloud, hosted, launch=hosted_launch(cloud, False))
+            _, found.runs["hosted settled"] = repl_runs(cloud, hosted,
+                                                        launch=hosted_launch(cloud, True))
         for module in ("httpx", "litellm"):
-            cost = [import_cost(module) for _ in range(max(1, runs // 2))]
-            rows.append((f"`import {module}` alone (reference)", seconds([r.wall for r in cost]),
-                         seconds([r.cpu for r in cost]),
-                         f"{median([r.rss_mb for r in cost]):.0f} MB peak"))
-        per_turn = in_process_turns(turns)
-        rows.append(("harness per turn, in-process (3 model calls, 2 tools)",
-                     millis(per_turn), "", ""))
-        rows.append(("harness per turn, direct HTTP to the loopback server (same turn)",
-                     millis(loopback_turns(server, turns)), "", ""))
-    return rows
+            found.runs[f"import {module}"] = [import_cost(module)
+                                              for _ in range(max(1, runs // 2))]
+        found.turns = {"in-process": in_process_turns(turns),
+                       "loopback": loopback_turns(server, turns)}
+    return found
 
 
-def hosted_rows(runs: int) -> list[tuple[str, str, str, str]]:
-    """The REPL with a hosted model: litellm loads in the background after the prompt."""
-    with FakeServer(kind="openai", model="gpt-4o-mini", window=128_000) as server:
-        launches, at_once = repl_runs(server, runs, launch=hosted_launch(server, False))
-        _, settled = repl_runs(server, runs, launch=hosted_launch(server, True))
-    return [row("REPL, hosted model (litellm): launch until the prompt is drawn", launches,
-                "≤ 0.5 s"),
-            row("REPL, hosted: Enter until the first request reaches the server, typed the "
-                "moment the prompt appears (waits for litellm behind a live spinner)", at_once,
-                ""),
-            row("REPL, hosted: the same, typed once the warm-up is over", settled, "≤ 0.3 s")]
+def wall(runs: Sequence[Run]) -> float:
+    return median([r.wall for r in runs])
+
+
+def cpu(runs: Sequence[Run]) -> float:
+    return median([r.cpu for r in runs])
+
+
+def peak(runs: Sequence[Run]) -> str:
+    return f"{median([r.rss_mb for r in runs]):.0f} MB"
+
+
+def verdict(target: Target, runs: Sequence[Run]) -> tuple[str, str, str, str]:
+    """(target, bound, measured, verdict) of the median run: met, missed in wall time only
+    (its CPU time is within the bound: the rest was waiting for a shared core), or missed."""
+    said = ("met" if wall(runs) <= target.bound else
+            WAITING if cpu(runs) <= target.bound else "missed")
+    return (target.what, f"≤ {target.bound:g} s",
+            f"{wall(runs):.3f} s wall, {cpu(runs):.3f} s CPU", said)
+
+
+def hosted_at_once(runs: dict[str, list[Run]]) -> tuple[str, str, str, str]:
+    """The hosted request typed at once, saying why it misses when litellm's import is the
+    cause: importing litellm alone costs most of its CPU time, and the same request typed
+    after the warm-up meets the target."""
+    row = verdict(HOSTED_AT_ONCE, runs["hosted at once"])
+    litellm = cpu(runs["import litellm"])
+    if row[3] != "met" and litellm >= 0.5 * cpu(runs["hosted at once"]) and wall(
+            runs["hosted settled"]) <= HOSTED_SETTLED.bound:
+        return (*row[:3], f"missed, because of litellm's import: `import litellm` alone "
+                f"takes {litellm:.1f} s of CPU here, and the warm-up can only start it once "
+                "the prompt is drawn; typed once it is over, the request meets the target "
+                "(next row)")
+    return row
+
+
+def verdicts(found: Measured) -> list[tuple[str, str, str, str]]:
+    """One row per start-up target the docs state."""
+    runs = found.runs
+    ratio = wall(runs["lmstudio"]) / wall(runs["ollama"])
+    cpu_ratio = cpu(runs["lmstudio"]) / cpu(runs["ollama"])
+    return [
+        verdict(HELP, runs["help"]),
+        ("`--help` imports neither litellm nor httpx", "none", found.imported,
+         "met" if found.imported == "none" else "missed"),
+        verdict(LAUNCH, runs["launch"]), verdict(FIRST, runs["first"]),
+        verdict(HOSTED_LAUNCH, runs["hosted launch"]), hosted_at_once(runs),
+        verdict(HOSTED_SETTLED, runs["hosted settled"]), verdict(ONESHOT, runs["lmstudio"]),
+        (RATIO.what, f"≤ {RATIO.bound:g}×", f"{ratio:.2f}× wall, {cpu_ratio:.2f}× CPU",
+         "met" if ratio <= RATIO.bound else WAITING if cpu_ratio <= RATIO.bound
+         else "missed"),
+        ("peak memory of that one-shot run (LM Studio transport)", "none stated",
+         peak(runs["lmstudio"]), "no target; `import litellm` alone peaks at "
+         f"{peak(runs['import litellm'])}, which a local run never loads"),
+    ]
+
+
+def figures(found: Measured) -> list[tuple[str, str, str, str]]:
+    """Every measured row, with its spread."""
+    runs, turns = found.runs, found.turns
+    return [
+        row("`swival --help` (the installed console script, whole process)", runs["help"],
+            "≤ 0.1 s"),
+        row("bare interpreter start, for comparison (`python -c pass`)", runs["python"], ""),
+        ("`--help`: what costs what (CPU, each step's median minus the one before)", "",
+         found.breakdown, ""),
+        row("REPL: launch until the prompt is drawn", runs["launch"], "≤ 0.5 s"),
+        row("REPL: Enter until the first request reaches the server (typed the moment the "
+            "prompt appears)", runs["first"], "≤ 0.3 s"),
+        row(f"one-shot {STEPS}-step investigation @32K, LM Studio transport (SSE), whole "
+            "process", runs["lmstudio"], "≤ 2.5 s"),
+        row(f"one-shot {STEPS}-step investigation @32K, Ollama transport (NDJSON), whole "
+            "process", runs["ollama"], ""),
+        ("peak memory of that one-shot run (LM Studio transport)", peak(runs["lmstudio"]),
+         "", ""),
+        row("REPL, hosted model (litellm): launch until the prompt is drawn",
+            runs["hosted launch"], "≤ 0.5 s"),
+        row("REPL, hosted: Enter until the first request reaches the server, typed the "
+            "moment the prompt appears (waits for litellm behind a live spinner)",
+            runs["hosted at once"], "≤ 0.3 s"),
+        row("REPL, hosted: the same, typed once the warm-up is over", runs["hosted settled"],
+            "≤ 0.3 s"),
+        *[(f"`import {module}` alone (reference)",
+           seconds([r.wall for r in runs[f"import {module}"]]),
+           seconds([r.cpu for r in runs[f"import {module}"]]),
+           f"{peak(runs[f'import {module}'])} peak") for module in ("httpx", "litellm")],
+        ("harness per turn, in-process (3 model calls, 2 tools)",
+         millis(turns["in-process"]), "", ""),
+        ("harness per turn, direct HTTP to the loopback server (same turn)",
+         millis(turns["loopback"]), "", ""),
+    ]
 
 
 def load_average() -> str:
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def table(rows: list[tuple[str, str, str, str]]) -> str:
-    lines = ["| measure | wall (median) | CPU user+sys (median) | target |", "|---|---|---|---|"]
+def table(header: tuple[str, ...], rows: list[tuple[str, str, str, str]]) -> str:
+    lines = [f"| {' | '.join(header)} |", "|" + "---|" * len(header)]
     lines += [f"| {' | '.join(cells)} |" for cells in rows]
     return "\n".join(lines)
 
 
-def section(rows: list[tuple[str, str, str, str]], load: str) -> str:
-    cpu = os.cpu_count()
+VERDICT_HEADER = ("target", "bound", "measured (median)", "verdict")
+FIGURE_HEADER = ("measure", "wall (median)", "CPU user+sys (median)", "target")
+
+
+def section(found: Measured, load: str) -> str:
+    cores = os.cpu_count()
     return (
         f"{SECTION}\n\n"
-        f"Measured by `python benchmarks/startup.py --write-docs` on this machine ({cpu} cores, "
-        f"Python {sys.version.split()[0]}; load average {load} when it started). The model "
-        "answers instantly, so these are Swival's own costs. Wall times grow with whatever "
-        "else the machine runs; CPU time counts only the process's own work, so it moves much "
-        "less with the load, though shared cores also run slower on a busy machine.\n\n"
-        + table(rows) + "\n\n"
-        "What the rows measure. Nothing heavy loads before the REPL's prompt: the tokenizer "
-        "and the HTTP client (httpx and httpcore) load in the background once the prompt is "
-        "drawn, so a request typed at once waits for them behind a `preparing` spinner; one "
-        "typed a second later finds them ready. httpcore imports trio when it is installed, "
-        "as it is on this machine; Swival does not depend on it. Local servers never load "
-        "litellm: the `import litellm` row is what a local run used to pay on its first "
-        "call, in time and in memory; only hosted models load it now.\n\n"
+        f"Measured by `python benchmarks/startup.py --write-docs` on this machine ({cores} "
+        f"cores, Python {sys.version.split()[0]}; load average {load} when it started). The "
+        "model answers instantly, so these are Swival's own costs. Wall times grow with "
+        "whatever else the machine runs; CPU time counts only the process's own work, so it "
+        "moves much less with the load, though shared cores also run slower on a busy "
+        "machine.\n\n"
+        "Each start-up target the docs set, against the median run. A target missed in wall "
+        "time only was met by the process's own work; the rest of the time it waited for a "
+        "shared core.\n\n"
+        + table(VERDICT_HEADER, verdicts(found)) + "\n\n"
+        "Every figure, with its spread:\n\n"
+        + table(FIGURE_HEADER, figures(found)) + "\n\n"
+        "What the rows measure. `swival --help` times the `swival` console script installed "
+        "with this interpreter as a whole process, as a person runs it; the bare interpreter row "
+        "next to it is the same interpreter starting and doing nothing, the floor under any "
+        "Python command on this machine. Nothing heavy loads before the REPL's prompt: the "
+        "tokenizer and the HTTP client (httpx and httpcore) load in the background once the "
+        "prompt is drawn, so a request typed at once waits for them behind a `preparing` "
+        "spinner; one typed a second later finds them ready. httpcore imports trio when it "
+        "is installed; Swival does not depend on it. Local servers never load litellm: the "
+        "`import litellm` row is what a hosted model adds, in time and in memory.\n\n"
         "A hosted model (a litellm model string; here `openai/gpt-4o-mini` with its API base "
         "pointed at the loopback server) takes no more work to draw its prompt than a local "
-        "one (compare the CPU columns): its window comes from litellm's price map read as a "
-        "file, and litellm is imported in the "
-        "background once the prompt is drawn. A request typed at once waits for that import "
-        "behind the live `preparing` spinner; the warm-up then also rehearses the first call "
-        "offline ([providers](providers.md#hosted-providers)), so a request typed once it is "
-        "over leaves without loading anything.\n\n"
+        "one: its window comes from litellm's price map read as a file, and litellm is "
+        "imported in the background once the prompt is drawn. A request typed at once waits "
+        "for that import behind the live `preparing` spinner, so it cannot meet the 0.3 s "
+        "target while importing litellm takes seconds; the warm-up then also rehearses the "
+        "first call offline ([providers](providers.md#hosted-providers)), so a request typed "
+        "once it is over leaves without loading anything.\n\n"
         "What `--help` costs. The breakdown row splits its CPU time into steps, each a "
         "process doing one thing more than the one before. Swival's own part is the last "
         "two steps (importing swival.cli, then building and printing the help, most of which "
@@ -384,11 +488,13 @@ def main() -> None:
     parser.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
     load = load_average()
-    rows = measure(args.runs, args.turns)
+    found = measure(args.runs, args.turns)
     print(f"load average at start: {load}")
-    print(table(rows))
+    print(table(VERDICT_HEADER, verdicts(found)))
+    print()
+    print(table(FIGURE_HEADER, figures(found)))
     if args.write_docs:
-        print(f"wrote {write_docs(section(rows, load))}")
+        print(f"wrote {write_docs(section(found, load))}")
 
 
 if __name__ == "__main__":

@@ -6,12 +6,15 @@ litellm (seconds, ~170 MB) is paid once and never lands in the test runner itsel
 Every non-loopback connection is refused first (tests/netguard.py), so the result also
 says whether anything tried to leave the machine. Each check drives `HostedProvider`
 (litellm's real code) against loopback FakeServers given as the API base of a hosted-style
-model string; tests/test_hosted.py asserts on the result.
+model string, and how each kind of failure ends (`errors`); tests/test_hosted.py asserts
+on the result.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -19,6 +22,7 @@ from typing import Any
 
 from swival.commands import dispatch
 from swival.config import Settings
+from swival.errors import SwivalError
 from swival.messages import Message, Usage
 from swival.providers.base import ChatRequest, Completion, ProviderInfo, Restart, complete
 from swival.providers.factory import spent
@@ -28,7 +32,7 @@ from swival.providers.streaming import RetryPolicy
 from swival.providers.wire import Limits
 from swival.session import build_session
 from tests import netguard
-from tests.fakeserver import FakeServer, Reply, text, tools
+from tests.fakeserver import FakeServer, Reply, error, text, tools
 
 MODEL = "openai/gpt-4o-mini"
 # Model strings of several providers whose window the price map and litellm must agree on.
@@ -43,9 +47,10 @@ READ_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"file_path": {"type": "string"}}}}}
 
 
-def provider(server: FakeServer, limits: Limits) -> HostedProvider:
-    info = ProviderInfo("openai", "(hosted)", "gpt-4o-mini", hosted_window(MODEL))
-    call = CallConfig(MODEL, server.v1_url, "sk-test-key", limits)
+def provider(server: FakeServer, limits: Limits, key: str | None = "sk-test-key",
+             model: str = MODEL) -> HostedProvider:
+    info = ProviderInfo("openai", "(hosted)", model, hosted_window(model))
+    call = CallConfig(model, server.v1_url, key, limits)
     return HostedProvider(info, RetryPolicy(retries=2, backoff=0.01), call)
 
 
@@ -129,11 +134,59 @@ def time_limits() -> dict[str, Any]:
     return out
 
 
+def failure(hosted: HostedProvider, server: FakeServer) -> dict[str, Any]:
+    """How one streamed request ends when it fails: the error's class, exit code and
+    message, the Restart lines on the way, how many requests reached the server, and how
+    long it took."""
+    started, restarts = time.monotonic(), []
+    before = len(server.requests)
+    try:
+        for item in hosted.stream(ChatRequest([Message("user", "hello")])):
+            if isinstance(item, Restart):
+                restarts.append(item.reason)
+    except SwivalError as exc:
+        return {"error": type(exc).__name__, "exit_code": exc.exit_code, "message": str(exc),
+                "restarts": restarts, "requests": len(server.requests) - before,
+                "seconds": time.monotonic() - started}
+    return {"error": None, "restarts": restarts, "requests": len(server.requests) - before,
+            "seconds": time.monotonic() - started}
+
+
+def errors() -> dict[str, Any]:
+    """What a person is told, and what is retried, for each way a hosted call fails."""
+    out: dict[str, Any] = {}
+    with FakeServer(kind="openai", model="gpt-4o-mini") as server:
+        os.environ["OPENAI_API_KEY"] = "sk-wrong-key"
+        from_env = provider(server, Limits(30.0, 30.0), key=None)
+        server.script(error(401, "Incorrect API key provided: sk-wrong-key."))
+        out["refused_key"] = failure(from_env, server)
+        del os.environ["OPENAI_API_KEY"]
+        out["no_key"] = failure(from_env, server)  # litellm refuses to call
+        hosted = provider(server, Limits(30.0, 30.0))
+        server.script(error(429, "Rate limit reached", retry_after="1"), text("Later."))
+        out["rate_limited"] = failure(hosted, server)
+        server.script(*[error(503, "The engine is currently overloaded")] * 3)
+        out["server_error"] = failure(hosted, server)
+        server.script(Reply(text="Half a reply, then", mode="die"), text("Whole."))
+        out["cut"] = failure(hosted, server)
+        missing = provider(server, Limits(30.0, 30.0), model="openai/gpt-4o-mni")
+        server.script(error(404, "The model `gpt-4o-mni` does not exist"))
+        out["no_model"] = failure(missing, server)
+    with socket.socket() as closed:  # bound, never listening: connecting is refused
+        closed.bind(("127.0.0.1", 0))
+        info = ProviderInfo("openai", "(hosted)", MODEL, hosted_window(MODEL))
+        call = CallConfig(MODEL, f"http://127.0.0.1:{closed.getsockname()[1]}/v1", "sk-x",
+                          Limits(30.0, 30.0))
+        out["unreachable"] = failure(HostedProvider(info, RetryPolicy(retries=2), call),
+                                     server)
+    return out
+
+
 def main() -> None:
     netguard.install()
     result = {"first_call_imports": first_call_after_warm_up(),  # first: nothing loaded yet
               "exchange": exchange(Path(sys.argv[1])), "agreement": agreement(),
-              "limits": time_limits()}
+              "limits": time_limits(), "errors": errors()}
     result["mcp_sdk_loaded"] = "mcp" in sys.modules  # litellm can use it; hosted calls must not
     result["attempts"] = netguard.ATTEMPTS
     print(json.dumps(result))

@@ -78,6 +78,34 @@ def test_startup_investigation_runs_whole_through_each_transport() -> None:
     assert all(run.wall > 0 and run.cpu > 0 and run.rss_mb > 20 for (run,) in runs.values())
 
 
+def test_startup_section_has_a_verdict_per_target_and_says_why_hosted_misses() -> None:
+    from benchmarks.startup import Measured, Run, section
+
+    def runs(wall: float, cpu: float, rss: float = 80.0) -> list[Run]:
+        return [Run(wall, cpu, rss)] * 3
+
+    found = Measured(runs={
+        "help": runs(0.15, 0.09), "python": runs(0.02, 0.02), "launch": runs(0.4, 0.3),
+        "first": runs(0.5, 0.4), "lmstudio": runs(1.0, 0.8), "ollama": runs(1.0, 0.8),
+        "hosted launch": runs(0.45, 0.4), "hosted at once": runs(6.0, 4.2),
+        "hosted settled": runs(0.1, 0.02), "import httpx": runs(0.2, 0.2, 38),
+        "import litellm": runs(5.0, 4.0, 170)},
+        imported="none", breakdown="interpreter (-S) 8 ms",
+        turns={"in-process": [0.002], "loopback": [0.02]})
+    text = section(found, "0.1, 0.1, 0.1")
+    verdicts = {line.split(" | ")[0].lstrip("| "): line.rsplit(" | ", 1)[1].rstrip(" |")
+                for line in text.split("\n\n")[3].splitlines()[2:]}
+    assert verdicts["`swival --help`"].startswith("missed in wall time only")
+    assert verdicts["REPL: launch until the prompt is drawn (local server)"] == "met"
+    assert verdicts["REPL, hosted model: Enter until the first request reaches the server, "
+                    "typed the moment the prompt appears"].startswith(
+        "missed, because of litellm's import: `import litellm` alone takes 4.0 s of CPU")
+    assert len(verdicts) == 10 and "missed" in verdicts[
+        "REPL: Enter until the first request reaches the server, typed the moment the prompt "
+        "appears (local server)"]
+    assert "bare interpreter start, for comparison" in text
+
+
 def test_sandbox_benchmark_runs(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "sandbox.py"), "--runs", "2"],

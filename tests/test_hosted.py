@@ -8,6 +8,10 @@
   transports (`request_timeout`, `idle_timeout`) holding for hosted streams too.
 - The installed `swival`, one-shot `--json`, reports the cost by the price map; in the REPL a
   request typed at once waits behind a live spinner while litellm loads, then is answered.
+- Failures, in plain words: without its key variable `swival` stops before any request
+  (exit 2, naming the variable); a refused key stops at once; 429 and 5xx are retried
+  (Retry-After honoured); a missing model is named with look-alikes; no message carries a
+  traceback, an exception class name or brackets inside brackets.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from typing import Any
 
 import pytest
 
+from swival.providers.keys import missing_key
 from swival.providers.pricemap import PRICE_SOURCE, hosted_window, load_map, map_path, model_entry
 from tests.e2e import run_swival
-from tests.fakeserver import FakeServer, Reply, text
+from tests.fakeserver import FakeServer, Reply, error, text
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "openai/gpt-4o-mini"
@@ -211,3 +216,110 @@ def test_repl_request_typed_at_once_waits_behind_a_live_spinner(fake_server: Any
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0 and len(server.requests) == 1
+
+
+# -- what a person is told when a hosted call fails ----------------------------------------
+
+def bracket_depth(text: str) -> int:
+    depth = deepest = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def plain_words(text: str) -> bool:
+    """No traceback, no exception class names, no brackets inside brackets."""
+    return ("Traceback" not in text and "litellm" not in text and bracket_depth(text) <= 1
+            and not re.search(r"\b\w+(Error|Exception)\b", text))
+
+
+def test_a_refused_key_stops_at_once_and_names_the_variable(child: dict[str, Any]) -> None:
+    refused = child["errors"]["refused_key"]
+    assert refused["error"] == "ProviderError" and refused["requests"] == 1  # not retried
+    assert refused["message"].startswith("openai refused the API key (HTTP 401).")
+    assert "Incorrect API key provided" in refused["message"]
+    assert "OPENAI_API_KEY" in refused["message"] and plain_words(refused["message"])
+
+
+def test_a_missing_key_at_call_time_names_the_variable(child: dict[str, Any]) -> None:
+    missing = child["errors"]["no_key"]
+    assert missing["error"] == "ProviderError" and missing["requests"] == 0
+    assert missing["message"] == ("No API key for openai. Set OPENAI_API_KEY "
+                                  "(export OPENAI_API_KEY=...) or pass --api-key.")
+
+
+def test_a_rate_limit_is_retried_after_what_retry_after_asks(child: dict[str, Any]) -> None:
+    limited = child["errors"]["rate_limited"]
+    assert limited["error"] is None and limited["requests"] == 2
+    assert limited["seconds"] >= 1.0  # Retry-After: 1, against a backoff of 0.01 s
+
+
+def test_server_errors_are_retried_and_reported_in_plain_words(child: dict[str, Any]) -> None:
+    failed = child["errors"]["server_error"]
+    assert failed["error"] == "TransientProviderError" and failed["requests"] == 3
+    assert failed["message"].startswith(
+        "openai's API kept failing after 3 attempts; the last failure: server error "
+        '(HTTP 503). Details: "The engine is currently overloaded".')
+    assert plain_words(failed["message"]) and "(hosted)" not in failed["message"]
+
+
+def test_the_retry_line_of_a_cut_reply_reads_plainly(child: dict[str, Any]) -> None:
+    cut = child["errors"]["cut"]
+    assert cut["error"] is None and cut["requests"] == 2
+    [line] = cut["restarts"]
+    assert re.fullmatch(r"The reply was cut: the connection to openai's API dropped, "
+                        r"retrying in \d+\.\d s \(attempt 2 of 3\)\.", line), line
+
+
+def test_a_missing_model_is_named_with_look_alikes(child: dict[str, Any]) -> None:
+    missing = child["errors"]["no_model"]
+    assert missing["error"] == "ProviderError" and missing["requests"] == 1
+    assert missing["message"].startswith("openai has no model 'openai/gpt-4o-mni' (HTTP 404).")
+    assert "openai/gpt-4o-mini" in missing["message"] and "--model openai/<name>" in (
+        missing["message"])
+    assert plain_words(missing["message"].replace("`gpt-4o-mni`", ""))
+
+
+def test_an_unreachable_provider_is_not_a_server_to_start(child: dict[str, Any]) -> None:
+    unreachable = child["errors"]["unreachable"]
+    assert unreachable["error"] == "ProviderUnreachable" and unreachable["exit_code"] == 3
+    assert unreachable["message"].startswith("Cannot connect to openai's API (model "
+                                             "openai/gpt-4o-mini). Check this machine's network")
+    assert "Start" not in unreachable["message"] and plain_words(unreachable["message"])
+
+
+def test_swival_without_the_key_fails_before_any_request(fake_server: Any,
+                                                         tmp_path: Path) -> None:
+    server = fake_server(kind="openai", model="gpt-4o-mini")
+    for model, variable in ((MODEL, "OPENAI_API_KEY"),
+                            ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY")):
+        env = {**hosted_env(server), "OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": "",
+               "ANTHROPIC_AUTH_TOKEN": ""}
+        result = run_swival(None, tmp_path, "--provider", "generic", "--model", model, "-p",
+                            "hello", env=env, timeout=60)
+        assert result.returncode == 2, result.stderr
+        provider = model.split("/")[0]
+        assert result.stderr == (f"swival: No API key for {provider} (model {model}). "
+                                 f"Set {variable} (export {variable}=...) or pass --api-key.\n")
+    assert server.hits == []
+
+
+def test_swival_with_a_refused_key_says_so_once(fake_server: Any, tmp_path: Path) -> None:
+    server = fake_server(kind="openai", model="gpt-4o-mini")
+    server.script(error(401, "Incorrect API key provided: sk-test...-key."))
+    result = run_swival(None, tmp_path, *HOSTED_ARGS, "-p", "hello", env=hosted_env(server),
+                        timeout=180)
+    assert result.returncode == 1 and len(server.requests) == 1  # not retried
+    [said] = [line for line in result.stderr.splitlines() if line.startswith("swival: ")]
+    assert said.startswith("swival: openai refused the API key (HTTP 401).")
+    assert "OPENAI_API_KEY" in said and plain_words(said) and "Traceback" not in result.stderr
+
+
+def test_the_key_check_knows_litellms_other_names() -> None:
+    assert missing_key("gemini/gemini-2.5-flash", None, {}) == "GEMINI_API_KEY"
+    assert missing_key("gemini/gemini-2.5-flash", None, {"GOOGLE_API_KEY": "g"}) is None
+    assert missing_key("openrouter/a/b", None, {"OPENROUTER_API_KEY": " "}) == (
+        "OPENROUTER_API_KEY")
+    assert missing_key("openrouter/a/b", "sk-given", {}) is None  # --api-key
+    assert missing_key("bedrock/anthropic.claude", None, {}) is None  # credential chains

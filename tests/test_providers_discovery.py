@@ -161,7 +161,8 @@ def test_hosted_model_strings() -> None:
 
 
 def test_hosted_connect_probes_nothing() -> None:
-    provider = connect(settings(provider="generic", model="openrouter/meta/llama-3-8b"))
+    provider = connect(settings(provider="generic", model="openrouter/meta/llama-3-8b",
+                                api_key="sk-or-test"))
     assert provider.info.model == "openrouter/meta/llama-3-8b"
     assert provider.info.window.tokens is None
 

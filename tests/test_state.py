@@ -372,3 +372,30 @@ def test_bytes_another_process_adds_mid_session_are_never_sealed(tmp_path: Path)
     transcript.message(Message("assistant", "two"))  # Swival goes on writing ...
     transcript.close()
     assert "changed since Swival last wrote it" in (index.changed(tmp_path, "s1") or "")
+
+
+def test_each_record_writes_its_seal_once_and_a_failed_seal_is_written_later(
+        tmp_path: Path) -> None:
+    """The seal is renewed once per record (it used to be written twice, before and after
+    the append), and one that could not be written is written by the next record."""
+    index = SessionIndex(tmp_path / "state")
+    seals: list[int] = []
+    failing = [True]
+
+    def seal(path: Path, size: int, digest: str) -> None:
+        seals.append(size)
+        if failing and failing.pop():
+            raise OSError("disk full")
+        index.seal(tmp_path, path.stem, size, digest)
+
+    transcript = Transcript(tmp_path / ".swival" / "sessions" / "s1.jsonl", REDACTOR,
+                            on_seal=seal)
+    transcript.message(Message("user", "one"))  # its seal fails
+    assert "no record" in (index.changed(tmp_path, "s1") or "")
+    transcript.message(Message("assistant", "two"))
+    transcript.message(Message("user", "three"))
+    transcript.close()  # nothing new to seal
+    path = tmp_path / ".swival" / "sessions" / "s1.jsonl"
+    sizes = [len(line) + 1 for line in path.read_bytes().split(b"\n")[:-1]]
+    assert seals == [sizes[0], sizes[0], sum(sizes[:2]), sum(sizes)]
+    assert index.changed(tmp_path, "s1") is None

@@ -9,8 +9,10 @@ hosted models, and only lazily; httpx is imported on the first call (or by the w
     wire.py           httpx channel, the two time limits (watchdog), DirectProvider
     openai_compat.py  LM Studio, llama.cpp, generic: streamed chat completions (SSE)
     ollama.py         Ollama through its native /api/chat (NDJSON) with a fixed num_ctx
-    hosted.py         hosted providers through litellm (warm-up, calls, price)
-    pricemap.py       a hosted model's window from litellm's price map, read as a file
+    hosted.py         hosted providers through litellm (warm-up, calls, price, errors)
+    keys.py           each hosted provider's API-key variable (checked before any call)
+    pricemap.py       a hosted model's window (and look-alike names) from litellm's price
+                      map, read as a file
     pump.py           the two time limits for a stream litellm reads (worker thread)
     assembly.py       the one stream assembler every transport feeds
     overflow.py       classify_overflow: every way a server says the prompt did not fit

@@ -9,19 +9,21 @@ litellm is imported by `warm_up` or the first call.
 
 Hosted models: with `--provider generic` and no `--base-url`, a litellm model string whose
 prefix names a hosted provider (`openrouter/...`, `openai/...`, `anthropic/...`) goes to that
-provider, with its usual API-key variable. With the default provider (lmstudio, not chosen
-explicitly) the same holds for every hosted prefix except `openai/`, because LM Studio model
-keys such as `openai/gpt-oss-20b` use it too.
+provider, with its usual API-key variable; when that variable is unset (and no `--api-key`
+given), connecting fails at once with a ConfigError naming it (keys.py). With the default
+provider (lmstudio, not chosen explicitly) the same holds for every hosted prefix except
+`openai/`, because LM Studio model keys such as `openai/gpt-oss-20b` use it too.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from swival.config import Settings, selects_hosted
-from swival.errors import ProviderError, ProviderUnreachable, UsageError
+from swival.errors import ConfigError, ProviderError, ProviderUnreachable, UsageError
 from swival.providers.base import Provider, ProviderInfo, WindowInfo
 from swival.providers.discovery import (
     Discovered,
@@ -35,6 +37,7 @@ from swival.providers.discovery import (
 )
 from swival.providers.hosted import CallConfig, HostedProvider
 from swival.providers.http import ProbeError
+from swival.providers.keys import how_to_set, missing_key, provider_of
 from swival.providers.ollama import OllamaProvider
 from swival.providers.openai_compat import OpenAICompatProvider
 from swival.providers.pricemap import hosted_window
@@ -99,11 +102,15 @@ def _limits(settings: Settings) -> Limits:
 
 def _hosted(settings: Settings, policy: RetryPolicy, switched: bool) -> Provider:
     model = str(settings.model)
+    variable = missing_key(model, settings.api_key, os.environ)
+    if variable is not None:  # litellm would send the request without one and fail late
+        raise ConfigError(f"No API key for {provider_of(model)} (model {model}). "
+                          + how_to_set(variable))
     if settings.max_context_tokens is not None and not switched:  # the map is not needed
         window = WindowInfo(settings.max_context_tokens, CONFIGURED_WINDOW_SOURCE)
     else:
         window = _window(settings, hosted_window(model), "hosted", switched)
-    info = ProviderInfo(model.split("/", 1)[0], "(hosted)", model, window, "configured")
+    info = ProviderInfo(provider_of(model), "(hosted)", model, window, "configured")
     call = CallConfig(model, None, settings.api_key, _limits(settings))
     return HostedProvider(info, policy, call)
 
@@ -152,7 +159,8 @@ def connect(settings: Settings, policy: RetryPolicy | None = None, *,
     model (see `_window`).
 
     Raises ProviderUnreachable when nothing answers, ModelNotFound when no model is loaded
-    or the named one is missing, UsageError for a generic provider without a URL.
+    or the named one is missing, UsageError for a generic provider without a URL,
+    ConfigError for a hosted model whose provider's API-key variable is unset.
     """
     policy = policy or RetryPolicy(retries=settings.retries,
                                    retry_after_max=settings.retry_after_max)

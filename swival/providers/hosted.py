@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import socket
 import threading
 from collections.abc import Iterator, Mapping
@@ -36,11 +37,13 @@ from swival.errors import ProviderError
 from swival.messages import Message, Usage
 from swival.providers.assembly import StreamAssembly
 from swival.providers.base import ChatRequest, ProviderInfo, StreamItem, TextChunk
+from swival.providers.keys import how_to_set, key_variable
 from swival.providers.openai_compat import absorb_chunk, chat_body
 from swival.providers.overflow import classify_overflow
+from swival.providers.pricemap import similar_models
 from swival.providers.pump import ChunkPump
 from swival.providers.streaming import RetryPolicy, StreamingProvider, Transient
-from swival.providers.wire import Limits, retry_after, short
+from swival.providers.wire import Limits, error_detail, retry_after, short, status_reason
 
 # Providers whose calls look for cloud credentials first, which may ask the network: the
 # warm-up does not rehearse their request path (see HostedProvider.warm).
@@ -187,29 +190,69 @@ class HostedProvider(StreamingProvider):
         self._account(completion.usage)
         yield completion
 
+    def _place(self) -> str:
+        return f"{self.info.provider}'s API"
+
+    def _unreachable(self) -> str:
+        return (f"Cannot connect to {self._place()} (model {self.info.model}). Check this "
+                "machine's network connection and any proxy setting, then try again.")
+
+    def _failing_advice(self) -> str:
+        return ("The provider may be overloaded or limiting your rate: wait a little, then "
+                "try again.")
+
     def _map_error(self, request: ChatRequest, exc: Exception) -> Exception:
-        text = _error_text(exc)
-        overflow = classify_overflow(request, self.info.window.tokens, error_text=text)
+        """A litellm failure as what Swival does about it: an overflow goes to the context
+        engine; a key that is missing or refused stops at once and names the variable to
+        set; a rate limit or a server error is retried (honouring Retry-After); a model
+        the provider lacks is named, with look-alikes from the price map. Messages carry
+        what the provider said, without litellm's class names or tracebacks."""
+        overflow = classify_overflow(request, self.info.window.tokens,
+                                     error_text=_error_text(exc))
         if overflow is not None:
             return overflow
         if _refused(exc):
-            return Transient(short(text), refused=True)
+            return Transient(f"cannot connect to {self._place()}", refused=True)
+        kinds = {cls.__name__ for cls in type(exc).__mro__}
         status = getattr(exc, "status_code", None)
-        if status is None or type(exc).__name__ in ("APIConnectionError", "Timeout"):
-            return Transient(short(text))
-        if status == 429 or status >= 500:
-            return Transient(f"HTTP {status}: {short(str(exc))}", retry_after=_retry_after(exc))
-        if status in (401, 403):
-            return ProviderError(
-                f"{self.info.provider} refused the API key (HTTP {status}). Set the provider's "
-                "API-key variable (e.g. OPENAI_API_KEY, OPENROUTER_API_KEY) or --api-key."
-            )
-        if status == 404:
-            return ProviderError(
-                f"{self.info.provider} has no model {self.info.model!r} (HTTP 404). Check "
-                "--model against the provider's model list."
-            )
-        return ProviderError(f"The provider rejected the request (HTTP {status}): {short(text)}")
+        status = status if isinstance(status, int) else None
+        said = _said(exc)
+        if _no_key(said):  # litellm's own refusal to call without a key
+            return ProviderError(f"No API key for {self.info.provider}. "
+                                 + how_to_set(key_variable(self.call.litellm_model)))
+        if kinds & {"AuthenticationError", "PermissionDeniedError"} or status in (401, 403):
+            return ProviderError(self._key_message(status, said))
+        if "RateLimitError" in kinds or status == 429:
+            return Transient(status_reason(429), detail=said, retry_after=_retry_after(exc))
+        if "NotFoundError" in kinds or status == 404:
+            return ProviderError(self._no_model(said))
+        if "Timeout" in kinds:
+            return Transient(f"{self._place()} sent nothing for too long")
+        if "APIConnectionError" in kinds or "APIConnectionError" in str(exc)[:200]:
+            return Transient(f"the connection to {self._place()} dropped")  # litellm wraps
+        if status is None:  # a dropped stream in other classes too, hence the text test
+            return Transient(f"the call to {self._place()} failed", detail=said)
+        if status >= 500:
+            return Transient(status_reason(status), detail=said, retry_after=_retry_after(exc))
+        return ProviderError(f"{self.info.provider} rejected the request (HTTP {status}). "
+                             f"It said: {_quoted(said)}")
+
+    def _key_message(self, status: int | None, said: str) -> str:
+        name = self.info.provider
+        where = ("the key given with --api-key (or api_key in swival.toml)" if self.call.api_key
+                 else key_variable(self.call.litellm_model) or "the provider's API-key variable")
+        what = "refused the API key" if status == 401 else "refused the request"
+        return (f"{name} {what} (HTTP {status or 401}). It said: {_quoted(said)} Check "
+                f"that {where} holds a valid {name} key with access to {self.info.model}.")
+
+    def _no_model(self, said: str) -> str:
+        model = self.call.litellm_model
+        alike = similar_models(model)
+        hint = (f" Models of {self.info.provider} with a similar name: {', '.join(alike)}."
+                if alike else "")
+        return (f"{self.info.provider} has no model {model!r} (HTTP 404). It said: "
+                f"{_quoted(said)}{hint} Choose one from the provider's model list and pass "
+                f"it as --model {self.info.provider}/<name>.")
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -221,6 +264,36 @@ def _retry_after(exc: BaseException) -> float | None:
         return retry_after(headers.get("retry-after")) if headers is not None else None
     except AttributeError:
         return None
+
+
+_LITELLM_PREFIX = re.compile(r"^(?:litellm\.\w+:|\w+Error:|\w+Exception\s+-)\s*")
+
+
+def _said(exc: BaseException) -> str:
+    """What the provider (or litellm on its behalf) said, without litellm's class-name
+    prefixes and any traceback it embeds, on one line."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping) and body.get("message"):
+        return short(str(body["message"]))
+    text = str(getattr(exc, "message", None) or exc)
+    text = text.split("Traceback (most recent call last)")[0].strip()
+    while (bare := _LITELLM_PREFIX.sub("", text, count=1).strip()) != text:
+        text = bare  # litellm nests them: "litellm.A: litellm.B: BError: CException - ..."
+    if text[:2] in ("b'", 'b"') and text[-1:] == text[1]:  # a bytes body, as repr'd
+        text = text[2:-1]
+    return short(error_detail(text))
+
+
+def _quoted(said: str) -> str:
+    """The provider's words in quotes, ending the sentence."""
+    return f'"{said.rstrip(". ")}".' if said else "nothing more."
+
+
+def _no_key(said: str) -> bool:
+    """Whether litellm refused to send the call for want of a key."""
+    low = said.lower()
+    return any(word in low for word in ("api key", "api_key", "credentials")) and any(
+        word in low for word in ("missing", "must be set", "not set", "no key"))
 
 
 def _server_finished(stream: Any, assembly: StreamAssembly) -> bool:

@@ -76,7 +76,8 @@ class OllamaProvider(DirectProvider):
             try:
                 record = json.loads(line)
             except ValueError:
-                raise Transient(f"Ollama sent a line that is not JSON: {line[:120]}") from None
+                raise Transient("Ollama sent a line that is not JSON",
+                                detail=short(line, 120)) from None
             if not isinstance(record, Mapping):
                 return ""
             if record.get("error"):

@@ -24,7 +24,7 @@ from swival.providers.assembly import StreamAssembly
 from swival.providers.base import ChatRequest
 from swival.providers.streaming import Transient
 from swival.providers.tokenize import ExactCounter
-from swival.providers.wire import DirectProvider, stream_error
+from swival.providers.wire import DirectProvider, short, stream_error
 
 
 class OpenAICompatProvider(DirectProvider):
@@ -60,8 +60,8 @@ class OpenAICompatProvider(DirectProvider):
             try:
                 chunk = json.loads(payload)
             except ValueError:
-                raise Transient(f"the server sent an event that is not JSON: "
-                                f"{payload[:120]}") from None
+                raise Transient("the server sent an event that is not JSON",
+                                detail=short(payload, 120)) from None
             if field == "error" or (isinstance(chunk, Mapping) and chunk.get("error")):
                 raise stream_error(chunk.get("error", chunk) if isinstance(chunk, Mapping)
                                    else chunk, request, window)

@@ -15,6 +15,7 @@ a guessed one.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import json
 from collections.abc import Mapping
@@ -83,3 +84,16 @@ def hosted_window(model: str, path: Path | None = None) -> WindowInfo:
         if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
             return WindowInfo(tokens, f"{PRICE_SOURCE}, {field}")
     return WindowInfo(None, f"{model} is not in {PRICE_SOURCE}; pass --max-context-tokens")
+
+
+def similar_models(model: str, path: Path | None = None, count: int = 3) -> list[str]:
+    """Up to `count` model strings of `model`'s provider in the map whose names look like
+    its name, closest first (for a model the provider does not have)."""
+    prefix, _, name = model.partition("/")
+    known = []
+    for key, entry in load_map(path or map_path()).items():
+        if isinstance(entry, Mapping) and entry.get("mode", "chat") == "chat" and _belongs(
+                entry, prefix):
+            known.append(key.split("/", 1)[1] if key.startswith(prefix + "/") else key)
+    found = difflib.get_close_matches(name or model, known, n=count, cutoff=0.5)
+    return [f"{prefix}/{key}" for key in found]

@@ -13,8 +13,10 @@ overflow the server reported as an error, and any other `ProviderError` for the 
    sends garbage) are retried `retries` times, waiting what the server's `Retry-After` asks
    (capped at `retry_after_max`) or else an exponential backoff with jitter. When the failed
    attempt had already yielded text (held text does not count), a `Restart` item goes out
-   first: the consumer knows whether that text reached a person (only the REPL shows streamed
-   text) and marks it as superseded; the retry then streams the reply from its start;
+   first, saying why, the wait and the attempt ("The reply was cut: server error (HTTP 503),
+   retrying in 2.0 s (attempt 2 of 4)."): the consumer knows whether that text reached a
+   person (only the REPL shows streamed text) and marks it as superseded; the retry then
+   streams the reply from its start;
 3. a connection refused before any call ever succeeded is ProviderUnreachable, not retried
    (the server is simply not running);
 4. the finished Completion is repaired (tool calls written as text, broken JSON arguments);
@@ -52,12 +54,16 @@ from swival.providers.textgate import TextGate
 
 
 class Transient(Exception):
-    """A failure worth retrying. `refused` marks a connection nobody accepted; `retry_after`
-    is the wait the server asked for, in seconds, when it said."""
+    """A failure worth retrying. Its message is a short phrase for a person ("server error
+    (HTTP 503)", "the connection dropped"), never an exception's class name; `detail` is
+    what the server said about it, when it said something. `refused` marks a connection
+    nobody accepted; `retry_after` is the wait the server asked for, in seconds, when it
+    said."""
 
-    def __init__(self, message: str, *, refused: bool = False,
+    def __init__(self, message: str, *, detail: str = "", refused: bool = False,
                  retry_after: float | None = None) -> None:
         super().__init__(message)
+        self.detail = detail
         self.refused = refused
         self.retry_after = retry_after
 
@@ -139,7 +145,7 @@ class StreamingProvider:
     def _with_retries(self, request: ChatRequest, gate: TextGate) -> Iterator[StreamItem]:
         """Run `_attempt` with retries, yielding the text `gate` lets through and the raw
         Completion."""
-        last = ""
+        last: Transient | None = None
         for attempt in range(self.policy.retries + 1):
             gate.restart()  # a failed attempt's text is dropped (and superseded, if shown)
             yielded = False
@@ -155,18 +161,32 @@ class StreamingProvider:
                 return
             except Transient as exc:
                 if exc.refused and not self._succeeded:
-                    raise ProviderUnreachable(
-                        unreachable_message(self.info.provider, self.info.base_url)
-                    ) from None
-                last = str(exc)
+                    raise ProviderUnreachable(self._unreachable()) from None
+                last = exc
                 if attempt == self.policy.retries:
                     break
                 wait = self.policy.wait(attempt, exc.retry_after)
                 if yielded:
-                    yield Restart(f"The reply was cut ({exc}); asking again in {wait:.1f} s.")
+                    yield Restart(f"The reply was cut: {exc}, retrying in {wait:.1f} s "
+                                  f"(attempt {attempt + 2} of {self.policy.retries + 1}).")
             time.sleep(wait)
+        assert last is not None  # every attempt failed, so the loop saw at least one
+        said = f' Details: "{last.detail.rstrip(". ")}".' if last.detail else ""
         raise TransientProviderError(
-            f"{self.info.base_url} kept failing after {self.policy.retries + 1} attempts "
-            f"({last}). Check that the server is healthy (not overloaded or out of memory), "
-            "then try again; the `retries` setting says how often Swival retries."
+            f"{self._place()} kept failing after {self.policy.retries + 1} attempts; the last "
+            f"failure: {last}.{said} {self._failing_advice()} The `retries` setting says how "
+            "often Swival retries."
         )
+
+    def _place(self) -> str:
+        """The server, as the messages about it name it."""
+        return self.info.base_url
+
+    def _unreachable(self) -> str:
+        """What a person is told when nothing accepted the first connection."""
+        return unreachable_message(self.info.provider, self.info.base_url)
+
+    def _failing_advice(self) -> str:
+        """What to do when failures persisted through the retries."""
+        return ("Check that the server is healthy (not overloaded or out of memory), then "
+                "try again.")

@@ -218,8 +218,7 @@ class HttpChannel:
         except BaseException as exc:  # Ctrl-C included: the watchdog must not linger
             watchdog.stop()
             if isinstance(exc, httpx.ConnectError):
-                raise Transient(f"cannot connect to {self.base_url} ({exc})",
-                                refused=True) from None
+                raise Transient(f"cannot connect to {self.base_url}", refused=True) from None
             mapped = transport_error(exc, watchdog) if isinstance(exc, Exception) else None
             if mapped is None:
                 raise
@@ -237,8 +236,8 @@ def transport_error(exc: Exception, watchdog: Watchdog | None) -> Transient | No
     if watchdog is not None and watchdog.expired:
         return Transient(watchdog.expired)
     if isinstance(exc, httpx.TimeoutException):
-        return Transient(f"the server sent nothing for too long ({type(exc).__name__})")
-    return Transient(f"the connection dropped ({type(exc).__name__}: {exc})")
+        return Transient("the server sent nothing for too long")
+    return Transient("the connection dropped")
 
 
 class DirectProvider(StreamingProvider):
@@ -302,7 +301,7 @@ class DirectProvider(StreamingProvider):
         if overflow is not None:
             return overflow
         if status == 429 or status >= 500:
-            return Transient(f"HTTP {status}: {short(detail)}", retry_after=wait)
+            return Transient(status_reason(status), detail=short(detail), retry_after=wait)
         if status in (401, 403):
             return ProviderError(
                 f"{self.info.base_url} refused the request (HTTP {status}: {short(detail)}). "
@@ -337,10 +336,19 @@ def stream_error(error: Any, request: ChatRequest, window: int | None) -> Except
     code = error.get("code") if isinstance(error, dict) else None
     kind = str(error.get("type", "")) if isinstance(error, dict) else ""
     if (isinstance(code, int) and (code == 429 or code >= 500)) or "server" in kind:
-        return Transient(f"the server failed mid-reply: {short(error_detail(text))}")
+        return Transient("the server failed mid-reply", detail=short(error_detail(text)))
     return ProviderError(f"The server reported an error: {short(error_detail(text))}")
 
 
+def status_reason(status: int) -> str:
+    """A retried HTTP status, as a person is told of it."""
+    return f"rate limited (HTTP {status})" if status == 429 else f"server error (HTTP {status})"
+
+
 def short(text: str, limit: int = 300) -> str:
+    """`text` on one line, at most `limit` characters, cut between words."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"

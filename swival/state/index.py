@@ -134,9 +134,11 @@ class SealedFile:
 
     The bookkeeping is one immutable value replaced in one step, and an append whose
     bookkeeping an interruption (Ctrl-C, SIGTERM) cut short is taken in by the next
-    append, or by `close`, when the file grew by exactly those bytes; a seal cut short is
-    renewed then too. Opened without following a symlink; created with mode 0600, never
-    through an existing file."""
+    append, or by `close`, when the file grew by exactly those bytes; a seal cut short (or
+    one that could not be written) is renewed then too. A seal is written only when what
+    Swival wrote differs from the last seal written, so each append writes it once.
+    Opened without following a symlink; created with mode 0600, never through an existing
+    file."""
 
     def __init__(self, fd: int, on_seal: Callable[[int, str], None] | None) -> None:
         self._fd = fd
@@ -146,6 +148,9 @@ class SealedFile:
             digest.update(chunk)
             size += len(chunk)
         self._book = _Book(digest, size)
+        # The (size, sha256) last sealed: what the file held when opened needs no new seal
+        # (a new file is empty; a resumed one was sealed when it was written).
+        self._sealed: tuple[int, str] | None = (size, digest.hexdigest())
 
     @classmethod
     def open(cls, path: Path, *, create: bool,
@@ -179,7 +184,9 @@ class SealedFile:
             book = self._book = _Book(digest, size)
         elif book.pending and size == book.size:  # the write itself never happened
             book = self._book = _Book(book.digest, size)
-        if self._on_seal is not None:
+        state = (book.size, book.digest.hexdigest())
+        if self._on_seal is not None and state != self._sealed:
             # A seal that cannot be written only means this session cannot be resumed.
             with contextlib.suppress(OSError):
-                self._on_seal(book.size, book.digest.hexdigest())
+                self._on_seal(*state)
+                self._sealed = state
