@@ -7,3 +7,14 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     """`count` with its noun agreeing: plural(1, "match", "matches") -> "1 match",
     plural(3, "line") -> "3 lines". `many` is the plural form when it is not noun + "s"."""
     return f"{count} {noun if count == 1 else many or noun + 's'}"
+
+
+def agree(count: int, one: str, many: str) -> str:
+    """The word that agrees with `count`: agree(1, "was", "were") -> "was"."""
+    return one if count == 1 else many
+
+
+def lines_of(shown: int, total: int) -> str:
+    """How many of a text's lines something holds: "120 lines" when all of them,
+    "40 of 120 lines" when fewer."""
+    return plural(total, "line") if shown >= total else f"{shown} of {total} lines"

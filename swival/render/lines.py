@@ -18,7 +18,7 @@ from rich.text import Text
 
 from swival.events import Checkpointed, Compacted, SubagentStep
 from swival.messages import ToolCall, ToolResult, clean_text
-from swival.words import plural
+from swival.words import lines_of, plural
 
 KEY_ARGUMENTS = ("file_path", "path", "pattern", "command", "url", "action", "thought",
                  "description")
@@ -85,7 +85,7 @@ def _read_range(meta: Mapping[str, Any], got: int | None) -> str:
     if got is None and meta.get("spill_path"):  # cut, without the figures of the cut
         return f"cut to fit from {plural(total, 'line')}"
     if offset <= 1:
-        return plural(total, "line") if shown >= total else f"{shown} of {total} lines"
+        return lines_of(shown, total)
     return f"lines {offset}-{offset + max(shown, 1) - 1} of {total}"
 
 
