@@ -145,8 +145,8 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
     children = agent.subagent_totals
     if children.tasks:
         failed = f", {children.failed} without an answer" if children.failed else ""
-        footer += (f"\nSubagents: {children.tasks} task{'s' if children.tasks > 1 else ''}"
-                   f"{failed}, {children.prompt_tokens} prompt + "
+        footer += (f"\nSubagents: {plural(children.tasks, 'task')}{failed}, "
+                   f"{children.prompt_tokens} prompt + "
                    f"{children.completion_tokens} output tokens in their own contexts "
                    "(not in the figures above).")
     cost = spent(agent.provider)

@@ -220,6 +220,6 @@ def diff_text(diff: str, limit: int = 40) -> Text:
             style = "dim"
         out.append("    " + line + "\n", style=style)
     if len(lines) > limit:
-        out.append(f"    … {len(lines) - limit} more diff lines\n", style="dim")
+        out.append(f"    … {plural(len(lines) - limit, 'more diff line')}\n", style="dim")
     out.no_wrap, out.overflow = True, "ellipsis"
     return out
