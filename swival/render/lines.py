@@ -62,11 +62,6 @@ def key_argument(call: ToolCall, limit: int | None = 60) -> str:
     return ""
 
 
-def failed(result: ToolResult) -> bool:
-    """An error, a refusal, or a command that exited with a code other than 0."""
-    return result.is_error or result.meta.get("exit_code") not in (None, 0)
-
-
 def _first_sentence(text: str) -> str:
     line = next((part for part in text.strip().splitlines() if part.strip()), "error")
     line = line.removeprefix("error: ")
@@ -147,7 +142,7 @@ def command_tail(result: ToolResult, lines: int = TAIL_LINES) -> list[str]:
 def tool_words(call: ToolCall, result: ToolResult, seconds: float) -> tuple[str, str, str, str]:
     """(mark, name, outcome, time) of a finished call; time is empty under 0.1 s."""
     took = f" · {seconds:.1f}s" if seconds >= 0.1 else ""
-    mark = FAIL_MARK if failed(result) else OK_MARK
+    mark = FAIL_MARK if result.failed else OK_MARK
     return mark, screen_text(call.name), outcome(result), took
 
 
@@ -156,7 +151,7 @@ def tool_line(call: ToolCall, result: ToolResult, seconds: float, width: int) ->
     outcome red on failure. The key argument gets most of a narrow line; the outcome is
     cut first (with an ellipsis)."""
     mark, name, said, took = tool_words(call, result, seconds)
-    bad = failed(result)
+    bad = result.failed
     room = max(12, width - len(name) - len(took) - 3)
     key = key_argument(call, limit=max(8, room - min(len(said) + 3, room // 3)))
     text = Text(f"{mark} {name} ", style="red" if bad else "dim")

@@ -23,7 +23,6 @@ from swival.render.lines import (
     NOTICE_STYLES,
     checkpoint_line,
     compaction_line,
-    failed,
     key_argument,
     screen_text,
     subagent_lines,
@@ -60,7 +59,7 @@ class ProgressPrinter:
             mark, name, said, _ = tool_words(event.call, event.result, 0.0)
             key = key_argument(event.call, limit=None if self.console.soft_wrap else 60)
             self._say(f"{mark} {name} {key} — {said}",
-                      "red" if failed(event.result) else "dim")
+                      "red" if event.result.failed else "dim")
         elif isinstance(event, Compacted):
             self._say(compaction_line(event), "yellow")
             if event.note:
