@@ -38,6 +38,12 @@ def stderr_console() -> Console:
     return console
 
 
+def say(text: str, style: str = "", console: Console | None = None) -> None:
+    """A line for the person on stderr (the text as it is, no markup): wrapped between
+    words at a terminal's width, one whole line on a pipe."""
+    (console or stderr_console()).print(Text(text, style=style))
+
+
 class ProgressPrinter:
     """One-shot progress on stderr: one line per tool call (a cross marks failures),
     compactions and notices; `quiet` keeps only errors."""
