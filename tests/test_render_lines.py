@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 from rich.text import Text
 
@@ -169,6 +170,16 @@ def test_an_interrupted_call_keeps_its_line() -> None:
     out = buf.getvalue()
     assert "✗ run_command sleep 100 — interrupted after 3.2s" in out
     assert out.index("interrupted after") < out.index("Interrupted. The conversation is kept")
+
+
+def test_a_call_stopped_at_its_question_says_so() -> None:
+    tv, buf, clock = view()
+    tv.handle(ToolStarted(ToolCall("c1", "run_command", {"command": "make"})))
+    with pytest.raises(KeyboardInterrupt), tv.paused():
+        clock.now += 4.0
+        raise KeyboardInterrupt
+    tv.interrupted()
+    assert "✗ run_command make — cancelled at the approval question" in buf.getvalue()
 
 
 def test_a_snapshot_restore_is_one_line() -> None:
