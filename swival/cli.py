@@ -147,6 +147,12 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                  help="Print the version and exit.")] = False,
 ) -> None:
     """Swival: a coding agent for small local models (LM Studio, Ollama, llama.cpp)."""
+    if json_output is not None and output_format is not None \
+            and output_format.value != ("json" if json_output else "text"):
+        flag = "--json" if json_output else "--no-json"
+        raise UsageError(f"{flag} and --output-format {output_format.value} ask for different "
+                         "output; give one of them (--json is --output-format json, --no-json "
+                         "is --output-format text).")
     given = dict(
         provider=provider, base_url=base_url, model=model, api_key=api_key,
         max_context_tokens=max_context_tokens, max_output_tokens=max_output_tokens,

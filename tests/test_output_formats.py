@@ -224,3 +224,21 @@ def test_a_command_that_exits_1_is_not_ok(fake_server: Any, tmp_path: Path) -> N
     done = [json.loads(line) for line in result.stdout.splitlines()
             if json.loads(line)["type"] == "tool_result"]
     assert [(d["ok"], d["summary"]) for d in done] == [(False, "exit 1"), (True, "exit 0")]
+
+
+@pytest.mark.parametrize("flags", [("--json", "--output-format", "text"),
+                                   ("--json", "--output-format", "stream-json"),
+                                   ("--no-json", "--output-format", "json"),
+                                   ("--no-json", "--output-format", "stream-json")])
+def test_json_flags_that_disagree_are_a_usage_error(tmp_path: Path,
+                                                    flags: tuple[str, ...]) -> None:
+    result = run_swival(None, tmp_path, *flags, "-p", "hi")
+    assert result.returncode == 2
+    said = result.stderr if flags[-1] == "text" else json.loads(result.stdout)["error"]
+    assert f"{flags[0]} and --output-format {flags[-1]} ask for different output" in said
+
+
+def test_json_flags_that_agree_are_accepted(fake_server: Any, tmp_path: Path) -> None:
+    server = fake_server(kind="llamacpp").script(text("Agreed."))
+    result = run_swival(server, tmp_path, "--json", "--output-format", "json", "-p", "hi")
+    assert result.returncode == 0 and json.loads(result.stdout)["answer"] == "Agreed."
