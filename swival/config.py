@@ -340,12 +340,13 @@ def _default(key: Key) -> Any:
         dict(key.default) if isinstance(key.default, dict) else key.default)
 
 
-def coerce(key: Key, value: Any, origin: str) -> Any:
-    """Check one value against its key; raise ConfigError naming `origin` on a mismatch."""
+def coerce(key: Key, value: Any, origin: str, written: str | None = None) -> Any:
+    """Check one value against its key; raise ConfigError naming `origin` on a mismatch,
+    with the value as the person wrote it (`written`, else the value as it came)."""
+    shown = repr(value) if written is None else written
+
     def bad(why: str = "") -> ConfigError:
-        return ConfigError(
-            f"{origin}: `{key.name}` must be {_expected(key)}{why}, got {value!r}."
-        )
+        return ConfigError(f"{origin}: `{key.name}` must be {_expected(key)}{why}, got {shown}.")
 
     if value is None and key.optional:
         return None
@@ -399,8 +400,14 @@ def _from_env_text(key: Key, text: str, origin: str) -> Any:
         if key.type is list:
             return [p.strip() for p in text.split(",") if p.strip()]
     except ValueError:
-        raise ConfigError(f"{origin}: must be {_expected(key)}, got {text!r}.") from None
+        raise ConfigError(f"{origin}: `{key.name}` must be {_expected(key)}, got "
+                          f"{_env_written(key, text)}.") from None
     return text
+
+
+def _env_written(key: Key, text: str) -> str:
+    """An environment value as it was written: a number bare, other text quoted."""
+    return text.strip() if key.type in (int, float) and text.strip() else repr(text)
 
 
 EXAMPLE_HINT = "`swival --init-config stdout` prints every key with its meaning."
@@ -465,7 +472,8 @@ def _env_layer(env: Mapping[str, str], problems: list[str]) -> Layer:
         if var in env and key.type is not dict:
             origin = f"environment variable {var}"
             try:
-                layer[key.name] = (coerce(key, _from_env_text(key, env[var], origin), origin),
+                value = _from_env_text(key, env[var], origin)
+                layer[key.name] = (coerce(key, value, origin, _env_written(key, env[var])),
                                    origin)
             except ConfigError as error:
                 problems.append(str(error))
@@ -479,8 +487,12 @@ def _cli_layer(cli: Mapping[str, Any], problems: list[str]) -> Layer:
             continue
         value = list(value) if isinstance(value, tuple) else value
         try:
+            # the parser turned a number such as `7` into 7.0: shown as it was typed
+            written = (str(int(value)) if isinstance(value, float) and value.is_integer()
+                       else None)
             layer[name] = (coerce(KEYS_BY_NAME[name], value,
-                                  f"option --{name.replace('_', '-')}"), "command line")
+                                  f"option --{name.replace('_', '-')}", written),
+                           "command line")
         except ConfigError as error:
             problems.append(str(error))
     return _with_json_alias(layer)
