@@ -407,7 +407,11 @@ def _from_env_text(key: Key, text: str, origin: str) -> Any:
 
 def _env_written(key: Key, text: str) -> str:
     """An environment value as it was written: a number bare, other text quoted."""
-    return text.strip() if key.type in (int, float) and text.strip() else repr(text)
+    try:
+        float(text)
+    except ValueError:
+        return repr(text)
+    return text.strip()
 
 
 EXAMPLE_HINT = "`swival --init-config stdout` prints every key with its meaning."
