@@ -14,6 +14,7 @@ from swival.providers.factory import connect
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
 from swival.tools.sandbox import sandbox_from_settings
+from swival.words import percent
 
 OVERHEAD_WARNING_SHARE = 0.25
 
@@ -81,7 +82,7 @@ def report(settings: Settings, info: ProviderInfo | None, error: str | None) -> 
     total = sum(parts.values())
     for name, tokens in parts.items():
         lines.append(f"  {name:<15}{tokens:>6} tokens")
-    share = f", {100 * total / window:.1f}% of the window" if window else ""
+    share = f", {percent(total, window, 1)} of the window" if window else ""
     lines.append(f"fixed overhead   {total} tokens{share}")
     if window and total > OVERHEAD_WARNING_SHARE * window:
         lines.append(

@@ -41,7 +41,7 @@ from swival.tools.registry import ToolRegistry
 from swival.tools.sandbox import Sandbox, sandbox_from_settings
 from swival.tools.task import Task
 from swival.tools.undo import UndoJournal
-from swival.words import agree, plural
+from swival.words import agree, percent, plural
 
 if TYPE_CHECKING:
     from swival.mcp.manager import McpTools
@@ -103,7 +103,7 @@ class Session:
             return None
         return (
             f"The system prompt, tool schemas and instruction files take {fixed} tokens, "
-            f"{100 * fixed // window}% of the {window}-token window, leaving little for work. "
+            f"{percent(fixed, window)} of the {window}-token window, leaving little for work. "
             "Load the model with a larger context, or shorten AGENTS.md/CLAUDE.md."
         )
 

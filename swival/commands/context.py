@@ -11,7 +11,7 @@ from swival.context.snapshot import Restored
 from swival.events import Compacted
 from swival.providers.factory import spent
 from swival.providers.pricemap import PRICE_SOURCE
-from swival.words import plural
+from swival.words import percent, plural
 
 USER_TURN = 0  # compactions asked for by the user are not tied to a model turn
 
@@ -157,7 +157,7 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
 
 
 def _share(value: int, window: int) -> str:
-    return f"{100 * value / window:.1f}%" if window else "-"
+    return percent(value, window, 1) if window else "-"
 
 
 def cmd_todo(agent: Agent, args: Sequence[str]) -> CommandReply:
