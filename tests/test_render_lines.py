@@ -68,6 +68,37 @@ def test_a_read_the_engine_cut_says_what_the_model_got_and_where_the_rest_is() -
     assert "286 of 286" not in text
 
 
+@pytest.mark.parametrize(("width", "shown"), [
+    (96, f" — 90 of 286 lines, cut to fit; full text in {SPILL}"),
+    (84, " — 90 of 286 lines, cut to fit; full text in …/read-1.txt"),
+    (62, " — 90 of 286 lines, cut… …/read-1.txt"),
+    (38, " — 90 of 286…"),  # no room for the name: words only
+])
+def test_a_narrow_line_keeps_the_saved_files_name(width: int, shown: str) -> None:
+    """The folders of the saved file go first, then words before it; no word is cut."""
+    meta = {"kind": "file", "path": "commands.py", "lines": 286, "shown": 286, "offset": 1,
+            "context_cut": CUT, "spill_path": SPILL}
+    assert line_of(READ, ToolResult("...", meta=meta), width=width) == (
+        "• read_file commands.py" + shown)
+
+
+@pytest.mark.parametrize(("call", "shown"), [
+    (ToolCall("c1", "mcp_call", {"server": "github", "tool": "search_issues",
+                                 "arguments": {"query": "crash", "limit": 5}}),
+     "• mcp_call github search_issues crash — 3 lines"),
+    (ToolCall("c1", "mcp_list", {"server": "github"}), "• mcp_list github — 3 lines"),
+    (ToolCall("c1", "mcp__docs__lookup", {"limit": 3, "topic": "asyncio"}),
+     "• mcp__docs__lookup asyncio — 3 lines"),
+    (ToolCall("c1", "mcp__docs__ping", {}), "• mcp__docs__ping — 3 lines"),
+])
+def test_mcp_lines_name_what_they_call(call: ToolCall, shown: str) -> None:
+    result = ToolResult("a\nb\nc", meta={"kind": "mcp", "summary": "3 lines"})
+    assert line_of(call, result) == shown
+    con, out = console(120)
+    ProgressPrinter(con).handle(ToolFinished(call, result, 0.0))
+    assert out.getvalue().rstrip("\n") == shown  # one space between the parts on stderr too
+
+
 def test_a_cut_command_result_says_how_much_reached_the_model() -> None:
     call = ToolCall("c1", "run_command", {"command": "pytest"})
     meta = {"kind": "command", "exit_code": 0, "context_cut": CUT, "spill_path": SPILL}

@@ -49,17 +49,32 @@ def one_line(text: str, limit: int | None = None) -> str:
 
 def key_argument(call: ToolCall, limit: int | None = 60) -> str:
     """What a call works on, in a few words: a search's pattern (and its path when not
-    the project root), else the first of KEY_ARGUMENTS it has."""
+    the project root); for MCP calls the server and tool, then the first string argument
+    of the remote tool; else the first of KEY_ARGUMENTS it has."""
     args = call.arguments
     pattern, where = args.get("pattern"), args.get("path")
     if call.name == "grep" and isinstance(pattern, str) and pattern:
         place = f" in {where}" if isinstance(where, str) and where not in ("", ".", "./") else ""
         return one_line(f'"{pattern}"{place}', limit)
+    if call.name in ("mcp_call", "mcp_list"):
+        inner = args.get("arguments")
+        named = [args.get("server"), args.get("tool"),
+                 _first_text(inner) if isinstance(inner, Mapping) else None]
+        return one_line(" ".join(part for part in named if isinstance(part, str) and part),
+                        limit)
+    if call.name.startswith("mcp__"):  # mcp__SERVER__TOOL: the name says which
+        return one_line(_first_text(args), limit)
     for name in KEY_ARGUMENTS:
         value = args.get(name)
         if isinstance(value, str) and value:
             return one_line(value, limit)
     return ""
+
+
+def _first_text(args: Mapping[str, Any]) -> str:
+    """An MCP tool's key argument: the first of KEY_ARGUMENTS, else its first text."""
+    named = [args.get(name) for name in KEY_ARGUMENTS]
+    return next((v for v in [*named, *args.values()] if isinstance(v, str) and v), "")
 
 
 def _first_sentence(text: str) -> str:
@@ -90,7 +105,7 @@ def _spill_note(meta: Mapping[str, Any]) -> str:
     where = f"; full text in {path}" if path else ""
     cut = meta.get("context_cut")
     if isinstance(cut, Mapping):
-        if meta.get("kind") == "file":
+        if meta.get("kind") == "file" and "summary" not in meta:  # a read: its range says
             return f", cut to fit{where}"
         got, total = cut.get("kept_lines"), cut.get("total_lines")
         return f", cut to fit ({got} of {total} lines reached the model){where}"
@@ -154,15 +169,40 @@ def tool_line(call: ToolCall, result: ToolResult, seconds: float, width: int) ->
     bad = result.failed
     room = max(12, width - len(name) - len(took) - 3)
     key = key_argument(call, limit=max(8, room - min(len(said) + 3, room // 3)))
-    text = Text(f"{mark} {name} ", style="red" if bad else "dim")
+    text = Text(f"{mark} {name}" + (" " if key else ""), style="red" if bad else "dim")
     text.append(key, style="red" if result.is_error else "bold")
-    rest = f" — {said}"
-    space = max(0, room - len(key))
-    text.append(rest if len(rest) <= space else rest[:max(0, space - 1)] + "…",
+    path = result.meta.get("spill_path")
+    text.append(_fit(f" — {said}", max(0, room - len(key)),
+                     screen_text(path) if isinstance(path, str) else None),
                 style="red" if bad else "dim")
     text.append(took, style="dim")
     text.no_wrap, text.overflow = True, "ellipsis"
     return text
+
+
+def _fit(rest: str, space: int, path: str | None) -> str:
+    """`rest` cut to `space` characters between words, with an ellipsis; a saved file's
+    path in it loses its folders first and is never cut, so the file name stays visible."""
+    if len(rest) <= space:
+        return rest
+    if path and path in rest:
+        name = "…/" + path.rsplit("/", 1)[-1]
+        rest = rest.replace(path, name)
+        if len(rest) <= space:
+            return rest
+        keep = space - len(name) - 1
+        if keep >= 8:
+            return _cut_words(rest[:rest.index(name)], keep) + " " + name
+    return _cut_words(rest, space)
+
+
+def _cut_words(text: str, space: int) -> str:
+    """`text` cut to `space` characters with an ellipsis, at a word boundary when there
+    is one past the leading dash."""
+    cut = text[:max(0, space - 1)]
+    if " " in cut[3:] and not text[len(cut):].startswith(" "):
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;") + "…"
 
 
 def subagent_lines(event: SubagentStep, task: int, width: int | None,

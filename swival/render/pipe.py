@@ -64,7 +64,7 @@ class ProgressPrinter:
         if isinstance(event, ToolFinished):
             mark, name, said, _ = tool_words(event.call, event.result, 0.0)
             key = key_argument(event.call, limit=None if self.console.soft_wrap else 60)
-            self._say(f"{mark} {name} {key} — {said}",
+            self._say(" ".join(part for part in (mark, name, key) if part) + f" — {said}",
                       "red" if event.result.failed else "dim")
         elif isinstance(event, Compacted):
             self._say(compaction_line(event), "yellow")

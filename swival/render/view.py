@@ -121,7 +121,7 @@ class TurnView:
             self._wait = None
         elif isinstance(event, ToolStarted):
             self._flush_text()
-            label = f"{screen_text(event.call.name)} {key_argument(event.call, None)}"
+            label = f"{screen_text(event.call.name)} {key_argument(event.call, None)}".rstrip()
             self._tool, self._paused = (event.call, Wait(label, self.clock())), 0.0
             self._child_paused = 0.0
             self._region.start()
