@@ -147,6 +147,12 @@ def run(  # noqa: PLR0913 - one parameter per documented option
                                  help="Print the version and exit.")] = False,
 ) -> None:
     """Swival: a coding agent for small local models (LM Studio, Ollama, llama.cpp)."""
+    if json_output is not None and output_format is not None \
+            and output_format.value != ("json" if json_output else "text"):
+        flag = "--json" if json_output else "--no-json"
+        raise UsageError(f"{flag} and --output-format {output_format.value} ask for different "
+                         "output; give one of them (--json is --output-format json, --no-json "
+                         "is --output-format text).")
     given = dict(
         provider=provider, base_url=base_url, model=model, api_key=api_key,
         max_context_tokens=max_context_tokens, max_output_tokens=max_output_tokens,
@@ -210,7 +216,7 @@ def _load(given: dict[str, Any], config: Path | None, trust: bool | None) -> Set
 
     store = TrustStore.for_user(os.environ)
     if trust is False and store.forget(find_project_root(Path.cwd()) / "swival.toml"):
-        print("swival: this project's swival.toml is no longer trusted.", file=sys.stderr)
+        _say("swival: this project's swival.toml is no longer trusted.")
     settings = load_settings(given, config_path=config,
                              trusted=_trust_all if trust else store.check)
     if trust and settings.trust_keys:
@@ -230,7 +236,7 @@ def _remember(settings: Settings, keys: Mapping[str, Any]) -> None:
     try:
         TrustStore.for_user(os.environ).record(settings.project_file, keys)
     except ConfigError as error:
-        print(f"swival: {error} The keys apply to this run only.", file=sys.stderr)
+        _say(f"swival: {error} The keys apply to this run only.")
 
 
 def _settle_trust(settings: Settings, reload: Callable[[TrustCheck], Settings],
@@ -243,7 +249,7 @@ def _settle_trust(settings: Settings, reload: Callable[[TrustCheck], Settings],
         return settings
     store = TrustStore.for_user(os.environ)
     if not ask:
-        print(f"swival: {ignored_notice(settings, store)}", file=sys.stderr)
+        _say(f"swival: {ignored_notice(settings, store)}")
         return settings
     print(question(settings, store), file=sys.stderr)
     shown = dict(settings.held_back)
@@ -388,8 +394,16 @@ def _fail(message: str, code: int, show: Callable[[], None] | None = None) -> No
     elif show is not None:
         show()
     else:
-        print(f"swival: {redactor.redact(message)}", file=sys.stderr)
+        _say(f"swival: {redactor.redact(message)}")
     sys.exit(code)
+
+
+def _say(text: str) -> None:
+    """A line on stderr the way the one-shot runner writes its own: wrapped between words
+    on a terminal, whole on a pipe (rich is imported only when there is something to say)."""
+    from swival.render import say
+
+    say(text)
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ from swival.tools.catalog import session_registry
 from swival.tools.fetch_policy import FetchPolicy
 from swival.tools.sandbox import sandbox_from_settings
 from swival.tools.shell_parse import parser_problem
+from swival.words import percent
 
 OVERHEAD_WARNING_SHARE = 0.25
 
@@ -101,7 +102,7 @@ def report(settings: Settings, info: ProviderInfo | None, error: str | None) -> 
     total = sum(parts.values())
     for name, tokens in parts.items():
         lines.append(f"  {name:<15}{tokens:>6} tokens")
-    share = f", {100 * total / window:.1f}% of the window" if window else ""
+    share = f", {percent(total, window, 1)} of the window" if window else ""
     lines.append(f"fixed overhead   {total} tokens{share}")
     if window and total > OVERHEAD_WARNING_SHARE * window:
         lines.append(

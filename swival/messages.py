@@ -192,6 +192,12 @@ class ToolResult:
     meta: Mapping[str, Any] = field(default_factory=dict)
     effect: object | None = None
 
+    @property
+    def failed(self) -> bool:
+        """An error, a refusal, or a command that exited with a code other than 0: what
+        the screen marks with a cross and stream-json reports as `ok: false`."""
+        return self.is_error or self.meta.get("exit_code") not in (None, 0)
+
 
 @dataclass(frozen=True)
 class Usage:

@@ -19,7 +19,7 @@ from swival.errors import SwivalError
 from swival.events import Compacted, Event, SubagentStep, ToolFinished, TurnFinished
 from swival.providers.factory import spent
 from swival.records import JsonLines, print_report
-from swival.render import ProgressPrinter, outcome, screen_text, stderr_console
+from swival.render import ProgressPrinter, outcome, say, screen_text, stderr_console
 from swival.session import Session
 from swival.tools.approval import Answer
 from swival.tools.policy import Question
@@ -154,9 +154,8 @@ def _announce(session: Session, lines: JsonLines | None) -> None:
     err = stderr_console()
     info = session.provider.info
     if not (settings.quiet or settings.output_format != "text"):
-        err.print(f"[dim]swival · {info.provider} {info.base_url} · {info.model} · window "
-                  f"{info.window.describe()} · {session.agent.describe_sandbox()}"
-                  "[/dim]", soft_wrap=True)
+        say(f"swival · {info.provider} {info.base_url} · {info.model} · window "
+            f"{info.window.describe()} · {session.agent.describe_sandbox()}", "dim", err)
     if lines is not None:
         lines.write({"type": "start", "provider": info.provider, "base_url": info.base_url,
                      "model": info.model, "window": info.window.tokens,
@@ -165,7 +164,7 @@ def _announce(session: Session, lines: JsonLines | None) -> None:
     warning = session.overhead_warning()
     for note in [*session.notices, *([warning] if warning else [])]:
         if not settings.quiet:
-            err.print(f"[yellow]{note}[/yellow]", soft_wrap=True)
+            say(note, "yellow", err)
         if lines is not None:
             lines.write({"type": "notice", "level": "warning", "text": note})
 
@@ -175,15 +174,15 @@ def _print_outcome(session: Session, finished: TurnFinished | None,
     """Text output: the answer on stdout, what went wrong on stderr."""
     redact = session.redactor.redact
     if error:
-        print(f"swival: {redact(str(error))}", file=sys.stderr)
+        say(f"swival: {redact(str(error))}")
     elif finished and finished.reason == "done":
         print(redact(finished.answer))
     elif finished and finished.reason == "output_limit":
         if finished.partial:  # the incomplete reply is still the result the user asked for
             print(redact(finished.partial))
-        print(f"swival: {redact(finished.answer)}", file=sys.stderr)
+        say(f"swival: {redact(finished.answer)}")
     elif finished and finished.reason == "interrupted":
-        print("swival: terminated" if code == 143 else "swival: interrupted", file=sys.stderr)
+        say("swival: terminated" if code == 143 else "swival: interrupted")
 
 
 def _report(session: Session, tally: Tally, code: int, error: SwivalError | None) -> dict:

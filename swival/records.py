@@ -48,7 +48,7 @@ def _unstreamed(event: Any, describe: Describe) -> None:
 
 def _tool_result(event: ToolFinished, describe: Describe) -> Record:
     return {"type": "tool_result", "id": event.call.id, "name": event.call.name,
-            "ok": not event.result.is_error, "summary": describe(event.result),
+            "ok": not event.result.failed, "summary": describe(event.result),
             "seconds": round(event.seconds, 3)}
 
 
@@ -65,7 +65,7 @@ def _subagent(event: SubagentStep, describe: Describe) -> Record:
                       "description": event.description}
     if event.call is not None and event.result is not None:
         return {**record, "name": event.call.name, "arguments": dict(event.call.arguments),
-                "ok": not event.result.is_error, "summary": describe(event.result),
+                "ok": not event.result.failed, "summary": describe(event.result),
                 "seconds": round(event.seconds, 3)}
     return {**record, "level": event.level, "text": event.text}
 

@@ -40,6 +40,7 @@ from swival.tools.policy import CommandPolicy, Workspace, resolve_mode
 from swival.tools.registry import ToolRegistry
 from swival.tools.sandbox import Sandbox, sandbox_from_settings
 from swival.tools.undo import UndoJournal
+from swival.words import agree, percent, plural
 
 if TYPE_CHECKING:
     from swival.mcp.manager import McpTools
@@ -101,7 +102,7 @@ class Session:
             return None
         return (
             f"The system prompt, tool schemas and instruction files take {fixed} tokens, "
-            f"{100 * fixed // window}% of the {window}-token window, leaving little for work. "
+            f"{percent(fixed, window)} of the {window}-token window, leaving little for work. "
             "Load the model with a larger context, or shorten AGENTS.md/CLAUDE.md."
         )
 
@@ -133,8 +134,9 @@ def find_transcript(settings: Settings, resume: str | None, latest: bool) -> Pat
     folder, index = sessions_dir(root), _index()
     saved = index.transcripts(root)
     strangers = index.strangers(root)
-    others = (f" {strangers} session file(s) there were not recorded by Swival for you "
-              "(they may have come with the repository); those are never resumed."
+    others = (f" {plural(strangers, 'session file')} there {agree(strangers, 'was', 'were')} "
+              "not recorded by Swival for you (they may have come with the repository); "
+              f"{agree(strangers, 'that one is', 'those are')} never resumed."
               if strangers else "")
     if resume is not None:  # a subagent's transcript only by its whole id
         matches = [sid for sid in index.transcripts(root, subagents=True) if sid == resume] or [

@@ -1,7 +1,7 @@
 """Project trust: which repositories' `swival.toml` keys the user has agreed to apply.
 
 A project file may set keys that run programs, widen what the agent can touch or send
-code elsewhere (`Key.trusted_only` in config.py). They apply only when the user trusts
+code elsewhere (`Key.trusted_only` in config/keys.py). They apply only when the user trusts
 the project, and the record of that trust lives where a repository cannot write: the
 JSON file `trusted-projects.json` in the user's state directory. Each entry is keyed by
 the project file's path (its directory resolved) and holds one SHA-256 digest per trusted key

@@ -19,3 +19,20 @@ def clip(text: str, limit: int) -> str:
     if flat[len(head)] != " " and " " in head:
         head = head.rsplit(" ", 1)[0]
     return head.rstrip() + "…"
+
+
+def agree(count: int, one: str, many: str) -> str:
+    """The word that agrees with `count`: agree(1, "was", "were") -> "was"."""
+    return one if count == 1 else many
+
+
+def lines_of(shown: int, total: int) -> str:
+    """How many of a text's lines something holds: "120 lines" when all of them,
+    "40 of 120 lines" when fewer."""
+    return plural(total, "line") if shown >= total else f"{shown} of {total} lines"
+
+
+def percent(part: float, whole: float, places: int = 0) -> str:
+    """`part` as a share of `whole`, rounded to `places` decimals by the one rule every
+    figure on screen follows: percent(897, 1000) -> "90%", percent(897, 1000, 1) -> "89.7%"."""
+    return f"{100 * part / whole:.{places}f}%"

@@ -179,7 +179,8 @@ def test_sessions_lists_the_sessions_swival_recorded(root: Path) -> None:
     first = result.rows[0]
     assert first[0] == f"{session.agent.context.session_id} (this one)"
     assert first[2] == "2" and first[3] == "my very first request"
-    assert "1 other session file(s)" in result.footer and "cannot be resumed" in result.footer
+    assert "1 other session file in" in result.footer
+    assert "it is not listed and cannot be resumed" in result.footer
 
 
 def test_help_lists_every_command_and_exit_exits(root: Path) -> None:

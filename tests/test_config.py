@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -163,16 +164,19 @@ def test_secret_names(name: str, secret: bool) -> None:
     assert (known_secrets(None, {name: "a-long-value-123"}) == ("a-long-value-123",)) is secret
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ({"cli": {"compaction_trigger": 3.0}}, "from 0.1 to 1, got 3.0"),
-    ({"toml": "tool_result_share = 7\n"}, "from 0.01 to 1, got 7.0"),
-    ({"env": {"SWIVAL_COMPACTION_TARGET": "0"}}, "from 0.05 to 1, got 0.0"),
+@pytest.mark.parametrize(("source", "expected"), [  # the value as the person wrote it
+    ({"cli": {"compaction_trigger": 3.0}}, "from 0.1 to 1, got 3."),  # typed `3`
+    ({"cli": {"compaction_trigger": 3.5}}, "from 0.1 to 1, got 3.5."),
+    ({"toml": "tool_result_share = 7\n"}, "from 0.01 to 1, got 7."),
+    ({"toml": "max_turns = 7.0\n"}, "`max_turns` must be an integer, got 7.0."),
+    ({"env": {"SWIVAL_COMPACTION_TARGET": "0"}}, "from 0.05 to 1, got 0."),
+    ({"env": {"SWIVAL_MAX_TURNS": "7.0"}}, "`max_turns` must be an integer, got 7.0."),
 ])
 def test_shares_are_range_checked(tmp_path: Path, env: dict[str, str],
                                   source: dict[str, Any], expected: str) -> None:
     if "toml" in source:
         _write(tmp_path / "swival.toml", source["toml"])
-    with pytest.raises(ConfigError, match=expected.replace(".", r"\.")):
+    with pytest.raises(ConfigError, match=re.escape(expected) + "$"):
         load_settings(source.get("cli", {}), cwd=tmp_path, env={**env, **source.get("env", {})})
 
 

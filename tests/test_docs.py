@@ -1,9 +1,9 @@
 """The docs stay true: the commands they show work, and the flag and key tables match the
 code.
 
-Commands are taken from the fenced blocks of README.md and docs/*.md (lines that start
-with a command) and from the "reproduce" commands written inline (`python benchmarks/...`).
-Each is run, checked, or skipped for a stated reason:
+Commands are taken from the fenced blocks of README.md and docs/*.md (indented ones too;
+lines that start with a command) and from the "reproduce" commands written inline
+(`python benchmarks/...`). Each is run, checked, or skipped for a stated reason:
 
 - a one-shot `swival` command (a task given with -p, as an argument or on stdin) and the
   offline ones (`--init-config`, `doctor`) run as written against a loopback FakeServer of
@@ -13,8 +13,11 @@ Each is run, checked, or skipped for a stated reason:
 - the benchmarks' reproduce commands are slow: they run under the `slow` marker, which the
   default run leaves out (`python -m pytest -m slow tests/test_docs.py` runs them), without
   `--write-docs`, so a test run never rewrites the docs;
-- commands that need the network, a real model server, or are the test suite itself are
-  listed in SKIPPED with the reason.
+- commands that need the network or a real model server are listed in SKIPPED with the
+  reason (an entry no documented command uses fails).
+
+The example output of docs/usage.md (a stream-json run, a subagent's lines) is checked
+against a run of the same task on a scripted server.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,7 +40,7 @@ import typer.main
 from swival.cli import app
 from swival.config import KEYS, KEYS_BY_NAME, coerce
 from tests.e2e import run_swival
-from tests.fakeserver import text
+from tests.fakeserver import FakeServer, text, tool
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -45,29 +49,34 @@ COMMAND_WORDS = ("swival", "echo", "python", "scripts/llamacpp.sh", "pip", "olla
 SKIPPED = {  # command (or its start) -> why it does not run here
     "pip install": "installs packages from the network",
     "python -m pip install": "installs packages from the network",
-    "python -m pytest": "the test suite itself",
     "scripts/llamacpp.sh": "downloads llama.cpp and a model, then builds for ~18 minutes "
                            "(pytest -m llamacpp runs its live tests)",
     "ollama": "needs Ollama", "OLLAMA_CONTEXT_LENGTH": "needs Ollama",
     "llama-server": "needs llama.cpp's server", "export": "sets a hosted provider's key",
-    "python benchmarks/replay.py DIR": "needs the recorded trajectory set, which is not in "
-                                       "the repository",
 }
 COMMAND = typer.main.get_command(app)
 
 
+# A fenced block: its fence on a line of its own, indented or not (a block inside a list
+# item), with or without a language; a ``` inside a line of prose is not a fence.
+FENCE = re.compile(r"^([ \t]*)```(\w*)[ \t]*\n(.*?)^\1```[ \t]*$", re.M | re.S)
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, body) of each fenced block of a Markdown text, the body dedented."""
+    return [(lang, textwrap.dedent(body)) for _, lang, body in FENCE.findall(text)]
+
+
 def block_commands() -> list[tuple[str, str]]:
-    """(doc name, command line) for each command line of the docs' fenced blocks."""
+    """(doc name, command line) for each command line of the docs' fenced blocks without
+    a language (toml and json blocks hold no commands)."""
     found = []
     for doc in DOCS:
-        inside = False
-        for line in doc.read_text(encoding="utf-8").splitlines():
-            if line.startswith("```"):
-                inside = not inside and line == "```"
-                continue
-            words = line.split()
-            if inside and words and words[0] in COMMAND_WORDS and "·" not in words:
-                found.append((doc.name, re.sub(r"\s+#\s.*$", "", line).strip()))
+        for lang, body in fenced_blocks(doc.read_text(encoding="utf-8")):
+            for line in body.splitlines() if not lang else []:
+                words = line.split()
+                if words and words[0] in COMMAND_WORDS and "·" not in words:
+                    found.append((doc.name, re.sub(r"\s+#\s.*$", "", line).strip()))
     return sorted(set(found))
 
 
@@ -75,7 +84,7 @@ def inline_commands(start: str) -> list[tuple[str, str]]:
     """(doc name, command) for each `start ...` written inline in the docs' prose."""
     found = []
     for doc in DOCS:
-        prose = re.sub(r"```.*?```", "", doc.read_text(encoding="utf-8"), flags=re.S)
+        prose = FENCE.sub("", doc.read_text(encoding="utf-8"))
         rest = r"[^`]*" if start.endswith("/") else r"(?: [^`]*)?"
         found += [(doc.name, " ".join(m.split())) for m in re.findall(
             rf"`({re.escape(start)}{rest})`", prose)]
@@ -175,6 +184,25 @@ def test_other_documented_commands_are_run_or_skipped_for_a_reason(doc: str,
     assert reason
 
 
+def test_every_skip_reason_is_for_a_documented_command() -> None:
+    """A SKIPPED entry no documented command starts with is stale: its reason is about
+    nothing the docs show."""
+    documented = [command for _, command in OTHERS]
+    stale = [start for start in SKIPPED if not any(c.startswith(start) for c in documented)]
+    assert not stale, f"SKIPPED entries no doc uses: {stale}"
+
+
+def test_fences_are_found_indented_and_not_inside_prose() -> None:
+    """A fence inside a list item counts; a ```json written inside a sentence is no fence,
+    so the prose after it (and its inline commands) is still read."""
+    text = ("Models write a fenced ```json block, or `python benchmarks/a.py` runs.\n\n"
+            "- item:\n\n  ```\n  swival -p hi\n  ```\n\n```toml\nx = 1\n```\n"
+            "and ```json too; `python benchmarks/b.py`.\n")
+    assert fenced_blocks(text) == [("", "swival -p hi\n"), ("toml", "x = 1\n")]
+    assert re.findall(r"`(python [^`]*)`", FENCE.sub("", text)) == [
+        "python benchmarks/a.py", "python benchmarks/b.py"]
+
+
 BENCHMARKS = sorted({c.replace(" --write-docs", "") for _, c in OTHERS
                      if c.startswith("python benchmarks/") and skip_reason(c) is None})
 
@@ -187,6 +215,58 @@ def test_reproduce_commands_run(command: str) -> None:
     result = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True,
                             text=True, timeout=1800)
     assert result.returncode == 0, f"{command}\n{result.stderr[-2000:]}"
+
+
+def usage_block(after: str) -> list[str]:
+    """The lines of docs/usage.md's first fenced block after the text `after`."""
+    usage = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
+    return fenced_blocks(usage.split(after, 1)[1])[0][1].splitlines()
+
+
+def test_the_stream_json_example_is_what_swival_writes(tmp_path: Path) -> None:
+    """The example run of docs/usage.md, against a scripted server: each line as shown,
+    but for the server's address, the session id and the time."""
+    shown = usage_block("A run with a tool call on a small window")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "app.py").write_text("".join(f"print('hello {i}')\n" for i in range(300)))
+    with FakeServer(kind="llamacpp", window=4096, model="qwen2.5-coder-7b") as server:
+        server.script(tool("read_file", file_path="app.py"), text("It prints hello.", chunk=9))
+        done = run_swival(server, tmp_path, "--output-format", "stream-json", "-p",
+                          "what does app.py print?")
+        url = server.url
+    assert done.returncode == 0, done.stderr
+    first = json.loads(shown[0])
+    got = done.stdout.replace(url, first["base_url"])
+    got = got.replace(json.loads(got.splitlines()[0])["session_id"], first["session_id"])
+    lines = got.splitlines()
+    assert len(lines) == len(shown)
+    for doc, real in zip(shown, lines, strict=True):
+        if doc.endswith(", ...}"):  # shortened: the fields it shows
+            assert real.startswith(doc.removesuffix(", ...}")), real
+            continue
+        want, have = json.loads(doc), json.loads(real)
+        if "seconds" in want:
+            have["seconds"] = want["seconds"]
+        assert have == want
+
+
+def test_the_subagent_example_is_what_swival_prints(tmp_path: Path) -> None:
+    shown = usage_block("**What you see.**")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "big.log").write_text(
+        "".join(f"line {i} ok\n" for i in range(149)) + "E1234 disk full\n")
+    with FakeServer(kind="llamacpp", window=16384) as server:
+        server.script(tool("task", description="find the error code",
+                           prompt="Find the error code in big.log"),
+                      tool("read_file", file_path="big.log"),
+                      tool("grep", pattern="E[0-9]+", path="big.log"),
+                      text("E1234 (disk full), line 150."),
+                      text("The error code is E1234."))
+        done = run_swival(server, tmp_path, "-p", "what is the error code in big.log?")
+    assert done.returncode == 0, done.stderr
+    printed = [line.rstrip() for line in done.stderr.splitlines()]
+    start = printed.index(shown[0])
+    assert printed[start:start + len(shown)] == shown, done.stderr
 
 
 def flag_rows() -> list[tuple[list[str], str, str]]:

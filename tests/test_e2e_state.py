@@ -77,7 +77,7 @@ def test_a_shipped_session_is_never_resumed(fake_server: Any, tmp_path: Path) ->
     latest = run_swival(server, tmp_path, "--continue", "-p", "go on")
     assert latest.returncode == 2
     assert "No session recorded" in latest.stderr
-    assert "1 session file(s) there were not recorded" in latest.stderr
+    assert "1 session file there was not recorded" in latest.stderr
     named = run_swival(server, tmp_path, "--resume", "20990101-000000-ffff", "-p", "go on")
     assert named.returncode == 2 and "will not be resumed" in named.stderr
     assert server.requests == []

@@ -53,7 +53,7 @@ command = "a"
     lines = str(caught.value).splitlines()
     where = f"{file}: [mcp_servers."
     assert lines == [
-        f"{where}gh]: `timeout` must be a number (at least 1), got 0.0.",
+        f"{where}gh]: `timeout` must be a number (at least 1), got 0.",  # as written
         f"{where}gh]: `headers` do not apply to a server with a `command`.",
         f"{where}web]: unknown key `comand`. Did you mean `command`?",
         f"{where}web]: set either `command` (a program that speaks MCP on stdin and stdout) "

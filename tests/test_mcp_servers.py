@@ -21,6 +21,7 @@ from swival.mcp.hub import Hub
 from swival.mcp.spec import ServerSpec
 from swival.mcp.tools import INLINE_CHARS, Access
 from swival.messages import ToolResult
+from swival.render.lines import outcome
 from swival.tools.approval import Approvals
 from swival.tools.base import ToolContext
 
@@ -144,6 +145,9 @@ def test_a_200kb_result_is_cut_and_saved_for_read_file(shared: Hub, tmp_path: Pa
     path = tmp_path / result.meta["path"]
     assert path.is_file() and len(path.read_text()) == 200_000
     assert f'read_file file_path="{result.meta["path"]}" offset=' in result.content
+    # the person's line gives the real size and where the whole result is
+    said = outcome(result)
+    assert said == f"first 19999 of 200000 characters; full text in {result.meta['path']}"
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

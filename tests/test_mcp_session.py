@@ -102,7 +102,7 @@ def test_sixty_tools_at_8k_are_held_back_and_reachable_through_mcp_call(
     assert results[0].content.startswith("60 tools of many")
     assert "search_collection_07: Search collection number 7" in results[0].content
     assert '"query"' in results[1].content and '"required": ["query"]' in results[1].content
-    assert results[2].is_error and "missing required argument(s): query" in results[2].content
+    assert results[2].is_error and "missing required argument: query" in results[2].content
     assert "mcp_list server=many tool=search_collection_07" in results[2].content
     assert results[3].content == "tool 7: status:open (limit 3)" and not results[3].is_error
     rows = {row[0]: row for row in dispatch("/mcp", session.agent).rows}

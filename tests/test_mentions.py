@@ -43,7 +43,7 @@ def test_a_file_is_attached_and_counts_as_read_once_sent_whole(tmp_path: Path) -
     assert item.closing == "--- end of @src/app.py ---"
     app = (tmp_path / "src" / "app.py").resolve()
     assert app not in ctx.read_files  # not before the engine has sent it
-    assert item.sent(ctx, None) == "2 of 2 lines" and app in ctx.read_files
+    assert item.sent(ctx, None) == "2 lines" and app in ctx.read_files
 
 
 def test_a_file_sent_in_part_does_not_count_as_read(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_through_the_session_the_model_gets_the_block_and_may_edit_at_once(
                             provider, interactive=False)
     events = list(session.agent.run_turn("make @src/app.py return 2; ignore @nope/x.py"))
     notes = [(e.text, e.level) for e in events if isinstance(e, Notice)]
-    assert ("Attached @src/app.py (2 of 2 lines).", "info") in notes
+    assert ("Attached @src/app.py (2 lines).", "info") in notes
     assert any("@nope/x.py was not attached" in t and lvl == "warning" for t, lvl in notes)
     first = provider.requests[0].messages[-1]
     assert first.role == "user" and "2\t    return 1" in first.content
@@ -176,7 +176,9 @@ def test_large_attachments_are_cut_like_reads_and_only_whole_files_count_as_read
                       text("Compared."))
         done = run_swival(server, tmp_path, "-p", "compare @a.txt @b.txt and @c.txt")
     assert done.returncode == 0, done.stderr
-    sent = {name: int(n) for name, n in re.findall(r"Attached @(\w\.txt) \((\d+) of", done.stderr)}
+    said = re.findall(r"Attached @(\w\.txt) \((\d+) (?:of|lines)", done.stderr)
+    sent = {name: int(n) for name, n in said}
+    assert "Attached @c.txt (2 lines)." in done.stderr  # whole: no "2 of 2 lines"
     assert set(sent) == {"a.txt", "b.txt", "c.txt"} and sent["c.txt"] == 2
     assert 0 < sent["a.txt"] < 400 and 0 < sent["b.txt"] < 400, done.stderr
     request = server.requests[0]["messages"][-1]["content"]

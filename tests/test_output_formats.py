@@ -210,3 +210,35 @@ def test_a_subagents_steps_are_streamed_inside_its_task_call(fake_server: Any,
     read = next(step for step in steps if step.get("name") == "read_file")
     assert read["ok"] is True and read["arguments"] == {"file_path": "notes.txt"}
     assert lines[-1]["answer"] == "It is 42." and lines[-1]["subagents"]["tasks"] == 1
+
+
+def test_a_command_that_exits_1_is_not_ok(fake_server: Any, tmp_path: Path) -> None:
+    """`ok` follows the screen's mark: a command that ran but exited with 1 is a failed
+    call (✗ on stderr), one that exited with 0 is not."""
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command="python3 -c 'raise SystemExit(1)'"),
+        tool("run_command", command="python3 -c 'print(1)'"), text("Done."))
+    result = run_swival(server, tmp_path, "--yolo", "--output-format", "stream-json",
+                        "-p", "run them")
+    assert result.returncode == 0, result.stderr
+    done = [json.loads(line) for line in result.stdout.splitlines()
+            if json.loads(line)["type"] == "tool_result"]
+    assert [(d["ok"], d["summary"]) for d in done] == [(False, "exit 1"), (True, "exit 0")]
+
+
+@pytest.mark.parametrize("flags", [("--json", "--output-format", "text"),
+                                   ("--json", "--output-format", "stream-json"),
+                                   ("--no-json", "--output-format", "json"),
+                                   ("--no-json", "--output-format", "stream-json")])
+def test_json_flags_that_disagree_are_a_usage_error(tmp_path: Path,
+                                                    flags: tuple[str, ...]) -> None:
+    result = run_swival(None, tmp_path, *flags, "-p", "hi")
+    assert result.returncode == 2
+    said = result.stderr if flags[-1] == "text" else json.loads(result.stdout)["error"]
+    assert f"{flags[0]} and --output-format {flags[-1]} ask for different output" in said
+
+
+def test_json_flags_that_agree_are_accepted(fake_server: Any, tmp_path: Path) -> None:
+    server = fake_server(kind="llamacpp").script(text("Agreed."))
+    result = run_swival(server, tmp_path, "--json", "--output-format", "json", "-p", "hi")
+    assert result.returncode == 0 and json.loads(result.stdout)["answer"] == "Agreed."

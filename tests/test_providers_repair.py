@@ -28,7 +28,7 @@ def test_qwen25_coder_bare_json_object() -> None:
     (call,) = out.message.tool_calls
     assert (call.name, dict(call.arguments)) == ("read_file", {"file_path": "src/main.py"})
     assert out.message.content == "" and out.finish_reason == "tool_calls"
-    assert "1 tool call(s) written as text (read_file)" in out.notes
+    assert "1 tool call written as text (read_file)" in out.notes
 
 
 def test_hermes_tool_call_tags_with_prose_around() -> None:

@@ -52,8 +52,10 @@ def test_unknown_tool_suggests_the_closest(tmp_path: Path) -> None:
 
 def test_argument_problems_are_precise() -> None:
     schema = Echo.spec.parameters
-    assert check_arguments(schema, {}) == "missing required argument(s): text"
-    assert "unknown argument(s): txt" in (check_arguments(schema, {"text": "a", "txt": 1}) or "")
+    assert check_arguments(schema, {}) == "missing required argument: text"
+    assert "unknown argument: txt" in (check_arguments(schema, {"text": "a", "txt": 1}) or "")
+    assert "unknown arguments: txt, tx" in (check_arguments(
+        schema, {"text": "a", "txt": 1, "tx": 2}) or "")
     assert "must be of type integer" in (check_arguments(schema, {"text": "a", "times": "2"})
                                          or "")
     assert "must be of type integer" in (check_arguments(schema, {"text": "a", "times": True})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 from rich.text import Text
 
@@ -65,6 +66,37 @@ def test_a_read_the_engine_cut_says_what_the_model_got_and_where_the_rest_is() -
     text = line_of(READ, ToolResult("...", meta=meta))
     assert text == f"• read_file commands.py — 90 of 286 lines, cut to fit; full text in {SPILL}"
     assert "286 of 286" not in text
+
+
+@pytest.mark.parametrize(("width", "shown"), [
+    (96, f" — 90 of 286 lines, cut to fit; full text in {SPILL}"),
+    (84, " — 90 of 286 lines, cut to fit; full text in …/read-1.txt"),
+    (62, " — 90 of 286 lines, cut… …/read-1.txt"),
+    (38, " — 90 of 286…"),  # no room for the name: words only
+])
+def test_a_narrow_line_keeps_the_saved_files_name(width: int, shown: str) -> None:
+    """The folders of the saved file go first, then words before it; no word is cut."""
+    meta = {"kind": "file", "path": "commands.py", "lines": 286, "shown": 286, "offset": 1,
+            "context_cut": CUT, "spill_path": SPILL}
+    assert line_of(READ, ToolResult("...", meta=meta), width=width) == (
+        "• read_file commands.py" + shown)
+
+
+@pytest.mark.parametrize(("call", "shown"), [
+    (ToolCall("c1", "mcp_call", {"server": "github", "tool": "search_issues",
+                                 "arguments": {"query": "crash", "limit": 5}}),
+     "• mcp_call github search_issues crash — 3 lines"),
+    (ToolCall("c1", "mcp_list", {"server": "github"}), "• mcp_list github — 3 lines"),
+    (ToolCall("c1", "mcp__docs__lookup", {"limit": 3, "topic": "asyncio"}),
+     "• mcp__docs__lookup asyncio — 3 lines"),
+    (ToolCall("c1", "mcp__docs__ping", {}), "• mcp__docs__ping — 3 lines"),
+])
+def test_mcp_lines_name_what_they_call(call: ToolCall, shown: str) -> None:
+    result = ToolResult("a\nb\nc", meta={"kind": "mcp", "summary": "3 lines"})
+    assert line_of(call, result) == shown
+    con, out = console(120)
+    ProgressPrinter(con).handle(ToolFinished(call, result, 0.0))
+    assert out.getvalue().rstrip("\n") == shown  # one space between the parts on stderr too
 
 
 def test_a_cut_command_result_says_how_much_reached_the_model() -> None:
@@ -169,6 +201,16 @@ def test_an_interrupted_call_keeps_its_line() -> None:
     out = buf.getvalue()
     assert "✗ run_command sleep 100 — interrupted after 3.2s" in out
     assert out.index("interrupted after") < out.index("Interrupted. The conversation is kept")
+
+
+def test_a_call_stopped_at_its_question_says_so() -> None:
+    tv, buf, clock = view()
+    tv.handle(ToolStarted(ToolCall("c1", "run_command", {"command": "make"})))
+    with pytest.raises(KeyboardInterrupt), tv.paused():
+        clock.now += 4.0
+        raise KeyboardInterrupt
+    tv.interrupted()
+    assert "✗ run_command make — cancelled at the approval question" in buf.getvalue()
 
 
 def test_a_snapshot_restore_is_one_line() -> None:

@@ -28,6 +28,7 @@ from swival.render import (
     make_console,
     tool_line,
 )
+from swival.words import percent
 
 DIFF = "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n-old = 1\n+new = 2\n keep\n"
 
@@ -55,13 +56,15 @@ class FakeClock:
         return self.now
 
 
-@pytest.mark.parametrize(("used", "level"), [(6999, "ok"), (7000, "warn"), (8999, "warn"),
-                                               (9000, "crit")])
-def test_context_share_turns_yellow_at_70_and_red_at_90(used: int, level: str) -> None:
+@pytest.mark.parametrize(("used", "shown", "level"), [
+    (6940, 69, "ok"), (6960, 70, "warn"), (8940, 89, "warn"), (8960, 90, "crit")])
+def test_context_share_turns_yellow_at_70_and_red_at_90(used: int, shown: int,
+                                                        level: str) -> None:
+    """The share as shown: a rounded 70 % is yellow, a rounded 90 % red."""
     s = status(context_tokens=used)
     assert s.level == level
     ctx = [piece for piece in s.parts() if piece[1].startswith("ctx")]
-    assert ctx == [(level, f"ctx {used // 100}% ({used}/10.0k)")]
+    assert ctx == [(level, f"ctx {shown}% ({used}/10.0k)")]
 
 
 def test_status_follows_the_events_of_a_turn() -> None:
@@ -82,6 +85,15 @@ def test_unknown_window_is_shown_as_unknown_with_the_assumed_budget() -> None:
     s = status(window=None, window_source="server did not say", budget=8192)
     text = " · ".join(t for _, t in s.parts())
     assert "window unknown (~8192) [server did not say]" in text
+
+
+def test_the_context_share_is_rounded_like_every_other_figure() -> None:
+    """8970 of 10000 is "90%" in the toolbar as in /context ("89.7%" there, one decimal)
+    and the session's warning, and it is coloured as the 90 % it shows."""
+    s = status(context_tokens=8970, budget=10_000)
+    assert (s.level, s.parts()[2][1]) == ("crit", "ctx 90% (8970/10.0k)")
+    assert (percent(8970, 10_000), percent(8970, 10_000, 1)) == ("90%", "89.7%")
+    assert status(context_tokens=6940, budget=10_000).level == "ok"  # "69%"
 
 
 def test_narrow_status_drops_details_but_keeps_the_context_share() -> None:

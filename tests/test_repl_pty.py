@@ -142,6 +142,25 @@ def test_ctrl_c_kills_a_long_command_and_keeps_the_session(server: object,
     assert child.exitstatus == 0
 
 
+
+def test_ctrl_c_at_an_approval_question_cancels_the_call(server: object,
+                                                        project: Path) -> None:
+    """Ctrl-C while a command waits for approval: its line says it was cancelled at the
+    question (no run time: it never ran), and the command did not run."""
+    server.script(fakeserver.Reply(tool_calls=[("run_command", {"command": "touch planted"})]))
+    child = spawn(server, project, "--commands", "ask")
+    ask(child, "make the file")
+    child.expect_exact("[n]o:")
+    child.sendcontrol("c")
+    child.expect_exact("✗ run_command touch planted — cancelled at the approval question")
+    child.expect_exact("Interrupted")
+    child.expect_exact(PROMPT)
+    assert "interrupted after" not in child.before
+    assert not (project / "planted").exists()
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+
+
 def test_continue_resumes_the_last_session(server: object, project: Path) -> None:
     server.script(fakeserver.Reply(text="First answer."))
     child = spawn(server, project)

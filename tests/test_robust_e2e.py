@@ -29,7 +29,7 @@ CASES: dict[str, tuple[Reply, tuple[str, ...]]] = {
     "grep on a FIFO": (
         tool("grep", pattern="x", path="pipe"), ("error:", "named pipe (FIFO)")),
     "grep over a directory holding a FIFO": (
-        tool("grep", pattern="alpha"), ("a.txt:1: alpha", "1 special file(s)")),
+        tool("grep", pattern="alpha"), ("a.txt:1: alpha", "1 special file")),
     "catastrophic regex": (
         tool("grep", pattern="(a|aa)+$", path="slow.txt"),
         ("error:", "(a|aa)+$", "backtracks catastrophically", "simpler pattern")),

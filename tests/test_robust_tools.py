@@ -92,11 +92,11 @@ def test_open_regular_never_blocks_on_a_fifo(ctx: ToolContext) -> None:
 def test_grep_and_list_files_skip_a_fifo_and_say_so(ctx: ToolContext) -> None:
     found = run(ctx, "grep", pattern="a")
     assert found.content.splitlines()[0] == "a.txt:1: alpha"
-    assert "1 special file(s) (pipes, sockets or devices) skipped" in found.content
+    assert "1 special file (pipes, sockets or devices) skipped" in found.content
     listed = run(ctx, "list_files")
     assert listed.content.splitlines()[0] == "a.txt"
     assert "pipe" not in listed.content.splitlines()
-    assert "1 special file(s)" in listed.content
+    assert "1 special file" in listed.content
     assert "pipe" not in run(ctx, "list_files", pattern="*").content.splitlines()
 
 

@@ -75,7 +75,7 @@ def test_undo_after_a_compaction_and_repeated_back_through_the_session(
     assert "Compacted. Level 1" in out
     assert out.index("Compacted. Level 1") < out.index('Undid the file edits of "second"')
     assert 'Undid the file edits of "first"' in out
-    assert "1 earlier request(s) can still be undone." in out
+    assert "1 earlier request can still be undone." in out
     assert (tmp_path / "app.py").read_text() == "x = 1\n"
     assert not (tmp_path / "pkg").exists()
 

@@ -54,7 +54,7 @@ def test_a_mention_completes_attaches_and_undo_reverts_the_edit(
     child.send("bump @src/pa" + TAB)
     child.expect_exact("rser.py")  # Tab wrote the rest of the name
     child.send("\r")
-    child.expect_exact("Attached @src/parser.py (2 of 2 lines).")
+    child.expect_exact("Attached @src/parser.py (2 lines).")
     child.expect_exact("Bumped the parser to v2.")
     child.expect_exact(PROMPT)
     assert "'v2'" in (project / "src" / "parser.py").read_text()

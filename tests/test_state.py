@@ -298,7 +298,7 @@ def test_a_project_with_only_foreign_sessions_says_so(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as caught:
         find_transcript(Settings(project_root=tmp_path), None, latest=True)
     assert "No session recorded" in str(caught.value)
-    assert "1 session file(s) there were not recorded" in str(caught.value)
+    assert "1 session file there was not recorded" in str(caught.value)
 
 
 @pytest.mark.parametrize("rewrite", ["append", "same size", "truncate", "no seal"])

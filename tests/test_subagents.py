@@ -97,7 +97,8 @@ def test_a_child_has_read_only_tools_no_task_and_only_its_answer_returns(
     assert "filler line" not in json.dumps([m.content for m in final.messages])
     assert isinstance(events[-1], TurnFinished) and events[-1].answer == "Ada owns it."
     assert events[-1].usage.prompt_tokens == 0  # the child's 700 are counted apart
-    assert "Subagents: 1 task, 700 prompt + 9 output tokens" in dispatch(
+    assert ("Subagents: 1 task, 700 prompt + 9 output tokens in their own contexts (not in "
+            "the figures above).") in dispatch(
         "/context", session.agent).footer
 
 

@@ -12,6 +12,7 @@ import pytest
 from swival.context.tokens import TokenCounter
 from swival.effects import SnapshotEffect, ThinkEffect, TodoEffect
 from swival.messages import ToolCall
+from swival.render.lines import outcome
 from swival.tools.base import ToolContext
 from swival.tools.knowledge_tools import knowledge_tools
 from swival.tools.registry import ToolRegistry
@@ -127,3 +128,19 @@ def test_snapshot_rejects_bad_arguments(
 ) -> None:
     result = call(registry, tmp_path, "snapshot", **args)
     assert result.is_error and fragment in result.content
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        ({"action": "restore"}, "restore refused: no summary of the findings given"),
+        ({"action": "restore", "summary": "done"},
+         "restore refused: a summary of 4 characters is too short"),
+        ({"action": "restore", "summary": "x"},
+         "restore refused: a summary of 1 character is too short"),
+    ],
+)
+def test_snapshot_refusal_is_worded_for_the_person(
+    registry: ToolRegistry, tmp_path: Path, args: dict[str, Any], shown: str
+) -> None:
+    assert outcome(call(registry, tmp_path, "snapshot", **args)) == shown

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from swival.messages import ToolCall, ToolResult
+from swival.render.lines import outcome
 from swival.tools.atomic import atomic_write
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
@@ -69,6 +70,7 @@ def test_overwrite_requires_a_read(ctx: ToolContext) -> None:
     assert result.is_error
     assert "you have not read it in this session. Call read_file on a.txt first" in (
         result.content)
+    assert outcome(result) == "not written: a.txt exists and was not read in this session"
     assert path.read_text() == "old\n"
 
 
@@ -92,6 +94,8 @@ def test_stale_file_is_refused(ctx: ToolContext) -> None:
         assert result.is_error
         assert "a.txt changed on disk since you last read it" in result.content
         assert "read_file" in result.content
+        # the person's line says what happened, without the model's instructions
+        assert outcome(result) == "not written: a.txt changed on disk since it was read"
     assert path.read_text() == "v2 from the user\n"
 
 

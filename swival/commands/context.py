@@ -11,7 +11,7 @@ from swival.context.snapshot import Restored
 from swival.events import Compacted
 from swival.providers.factory import spent
 from swival.providers.pricemap import PRICE_SOURCE
-from swival.words import plural
+from swival.words import percent, plural
 
 USER_TURN = 0  # compactions asked for by the user are not tied to a model turn
 
@@ -145,8 +145,8 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
     children = agent.subagent_totals
     if children.tasks:
         failed = f", {children.failed} without an answer" if children.failed else ""
-        footer += (f"\nSubagents: {children.tasks} task{'s' if children.tasks > 1 else ''}"
-                   f"{failed}, {children.prompt_tokens} prompt + "
+        footer += (f"\nSubagents: {plural(children.tasks, 'task')}{failed}, "
+                   f"{children.prompt_tokens} prompt + "
                    f"{children.completion_tokens} output tokens in their own contexts "
                    "(not in the figures above).")
     cost = spent(agent.provider)
@@ -157,7 +157,7 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
 
 
 def _share(value: int, window: int) -> str:
-    return f"{100 * value / window:.1f}%" if window else "-"
+    return percent(value, window, 1) if window else "-"
 
 
 def cmd_todo(agent: Agent, args: Sequence[str]) -> CommandReply:

@@ -19,6 +19,7 @@ from swival.providers.discovery import ModelChoice
 from swival.providers.factory import Connector
 from swival.state import SessionIndex, sessions_dir
 from swival.tools.undo import UndoRefused
+from swival.words import agree, plural
 
 MCP_USAGE = "/mcp [restart [NAME...] | refresh]"
 UNDO_SCOPE = ("/undo covers edits by write_file and edit_file only; files changed by commands "
@@ -57,7 +58,7 @@ def cmd_undo(agent: Agent, args: Sequence[str]) -> CommandReply:
     if outcome.failed:
         lines.append(f"Could not restore {'; '.join(outcome.failed)}. /undo tries again.")
     if outcome.remaining:
-        lines.append(f"{outcome.remaining} earlier request(s) can still be undone.")
+        lines.append(f"{plural(outcome.remaining, 'earlier request')} can still be undone.")
     return CommandReply("\n".join(lines), level="warning" if outcome.failed else "info")
 
 
@@ -201,9 +202,11 @@ def cmd_sessions(agent: Agent, args: Sequence[str]) -> CommandReply:
     folder, index = sessions_dir(root), SessionIndex(user_state_dir(os.environ))
     rows = session_rows(folder, index.transcripts(root), agent.context.session_id)
     strangers = index.strangers(root)
-    note = (f"\n{strangers} other session file(s) in {folder} were not recorded by Swival for "
-            "you (they may have come with the repository); they are not listed and cannot "
-            "be resumed.") if strangers else ""
+    they = agree(strangers, "it", "they")
+    note = (f"\n{plural(strangers, 'other session file')} in {folder} "
+            f"{agree(strangers, 'was', 'were')} not recorded by Swival for you ({they} may "
+            f"have come with the repository); {they} {agree(strangers, 'is', 'are')} not "
+            "listed and cannot be resumed.") if strangers else ""
     if not rows:
         return CommandReply(f"No saved sessions in this project yet.{note}")
     return CommandReply(

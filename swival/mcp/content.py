@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from swival.words import plural
+
 
 def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -22,7 +24,7 @@ def compact_json(value: Any) -> str:
 def _size(data: str | None) -> str:
     """The decoded size of base64 `data`, for a person."""
     raw = len(data or "") * 3 // 4
-    return f"{raw / 1024:.1f} KB" if raw >= 1024 else f"{raw} bytes"
+    return f"{raw / 1024:.1f} KB" if raw >= 1024 else plural(raw, "byte")
 
 
 def _resource(resource: Any) -> str:

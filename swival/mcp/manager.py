@@ -20,6 +20,7 @@ from swival.mcp.hub import Hub
 from swival.mcp.tools import Access, McpCall, McpList, McpTool, gateway_schemas
 from swival.tools.base import Tool
 from swival.tools.registry import ToolRegistry
+from swival.words import percent
 
 MODE_SHOWN = {"full": "whole", "short": "shortened", "held": "via mcp_call"}
 NOT_OFFERED = "not offered"
@@ -200,7 +201,7 @@ class McpTools:
         if plan is None:
             return "The tool list is not fixed yet: it is, before the first request."
         return (f"Tool schemas: {plan.total} tokens of the {plan.budget}-token input budget "
-                f"({100 * plan.total / max(plan.budget, 1):.0f}%), built-in tools "
+                f"({percent(plan.total, max(plan.budget, 1))}), built-in tools "
                 f"{plan.base}.")
 
     def close(self) -> None:

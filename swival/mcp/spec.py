@@ -45,7 +45,7 @@ class ServerSpec:
 
     def secrets(self) -> dict[str, str]:
         """The values that must never be shown or written, by name: env and header
-        values, named as config.mcp_secrets names them."""
+        values, named as config.secrets.mcp_secrets names them."""
         return {f"mcp_servers.{self.name}.{part}.{key}": value
                 for part, values in (("env", self.env), ("headers", self.headers))
                 for key, value in values.items()}

@@ -78,6 +78,9 @@ class Access:
         shown, saved = head_or_spill(text, INLINE_CHARS, ctx, f"mcp-{server}", "result")
         lines = shown.count("\n") + 1
         summary = (shown.splitlines() or [""])[0][:40] if lines == 1 else plural(lines, "line")
+        if saved:  # the head and the note after it: how much of the whole that is
+            head = shown[:shown.rindex("\n[")]
+            summary = f"first {len(head)} of {plural(len(text), 'character')}"
         return ToolResult(shown, meta={**meta, **saved, "summary": summary})
 
     def _refusal(self, server: str, tool: str, arguments: Mapping[str, Any]) -> str | None:

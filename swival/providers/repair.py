@@ -30,6 +30,7 @@ from typing import Any
 from swival.messages import Message, ToolCall
 from swival.providers.base import Completion
 from swival.providers.jsonfix import CUT_OFF_ERROR, parse_arguments
+from swival.words import plural
 
 _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _FUNCTION_TAG = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|$)", re.DOTALL)
@@ -191,7 +192,8 @@ def repair_completion(completion: Completion, tools: Sequence[Mapping[str, Any]]
     rest, calls = recover_text_calls(message.content, tools, cut_off=cut_off)
     if not calls:
         return completion
-    notes = [f"{len(calls)} tool call(s) written as text ({', '.join(c.name for c in calls)})"]
+    names = ", ".join(c.name for c in calls)
+    notes = [f"{plural(len(calls), 'tool call')} written as text ({names})"]
     notes += [f"the arguments of {c.name} ({', '.join(c.repairs[1:])})"
               for c in calls if len(c.repairs) > 1]
     new_message = Message(role="assistant", content=rest, tool_calls=tuple(calls))

@@ -10,10 +10,10 @@ on every line so narrow terminals get shorter lines rather than wrapped ones.
 """
 
 from swival.render.lines import diff_text, key_argument, outcome, screen_text, tool_line
-from swival.render.pipe import ProgressPrinter, stderr_console
+from swival.render.pipe import ProgressPrinter, say, stderr_console
 from swival.render.status import Status
 from swival.render.view import TurnView, make_console, preload
 
 __all__ = ["ProgressPrinter", "Status", "TurnView", "diff_text", "key_argument",
-           "make_console", "outcome", "preload", "screen_text", "stderr_console",
+           "make_console", "outcome", "preload", "say", "screen_text", "stderr_console",
            "tool_line"]

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from swival.events import Checkpointed, Compacted, SubagentStep
 from swival.messages import ToolCall, ToolResult, clean_text
-from swival.words import plural
+from swival.words import lines_of, plural
 
 KEY_ARGUMENTS = ("file_path", "path", "pattern", "command", "url", "action", "thought",
                  "description")
@@ -49,12 +49,21 @@ def one_line(text: str, limit: int | None = None) -> str:
 
 def key_argument(call: ToolCall, limit: int | None = 60) -> str:
     """What a call works on, in a few words: a search's pattern (and its path when not
-    the project root), else the first of KEY_ARGUMENTS it has."""
+    the project root); for MCP calls the server and tool, then the first string argument
+    of the remote tool; else the first of KEY_ARGUMENTS it has."""
     args = call.arguments
     pattern, where = args.get("pattern"), args.get("path")
     if call.name == "grep" and isinstance(pattern, str) and pattern:
         place = f" in {where}" if isinstance(where, str) and where not in ("", ".", "./") else ""
         return one_line(f'"{pattern}"{place}', limit)
+    if call.name in ("mcp_call", "mcp_list"):
+        inner = args.get("arguments")
+        named = [args.get("server"), args.get("tool"),
+                 _first_text(inner) if isinstance(inner, Mapping) else None]
+        return one_line(" ".join(part for part in named if isinstance(part, str) and part),
+                        limit)
+    if call.name.startswith("mcp__"):  # mcp__SERVER__TOOL: the name says which
+        return one_line(_first_text(args), limit)
     for name in KEY_ARGUMENTS:
         value = args.get(name)
         if isinstance(value, str) and value:
@@ -62,9 +71,10 @@ def key_argument(call: ToolCall, limit: int | None = 60) -> str:
     return ""
 
 
-def failed(result: ToolResult) -> bool:
-    """An error, a refusal, or a command that exited with a code other than 0."""
-    return result.is_error or result.meta.get("exit_code") not in (None, 0)
+def _first_text(args: Mapping[str, Any]) -> str:
+    """An MCP tool's key argument: the first of KEY_ARGUMENTS, else its first text."""
+    named = [args.get(name) for name in KEY_ARGUMENTS]
+    return next((v for v in [*named, *args.values()] if isinstance(v, str) and v), "")
 
 
 def _first_sentence(text: str) -> str:
@@ -85,7 +95,7 @@ def _read_range(meta: Mapping[str, Any], got: int | None) -> str:
     if got is None and meta.get("spill_path"):  # cut, without the figures of the cut
         return f"cut to fit from {plural(total, 'line')}"
     if offset <= 1:
-        return plural(total, "line") if shown >= total else f"{shown} of {total} lines"
+        return lines_of(shown, total)
     return f"lines {offset}-{offset + max(shown, 1) - 1} of {total}"
 
 
@@ -95,7 +105,7 @@ def _spill_note(meta: Mapping[str, Any]) -> str:
     where = f"; full text in {path}" if path else ""
     cut = meta.get("context_cut")
     if isinstance(cut, Mapping):
-        if meta.get("kind") == "file":
+        if meta.get("kind") == "file" and "summary" not in meta:  # a read: its range says
             return f", cut to fit{where}"
         got, total = cut.get("kept_lines"), cut.get("total_lines")
         return f", cut to fit ({got} of {total} lines reached the model){where}"
@@ -147,7 +157,7 @@ def command_tail(result: ToolResult, lines: int = TAIL_LINES) -> list[str]:
 def tool_words(call: ToolCall, result: ToolResult, seconds: float) -> tuple[str, str, str, str]:
     """(mark, name, outcome, time) of a finished call; time is empty under 0.1 s."""
     took = f" · {seconds:.1f}s" if seconds >= 0.1 else ""
-    mark = FAIL_MARK if failed(result) else OK_MARK
+    mark = FAIL_MARK if result.failed else OK_MARK
     return mark, screen_text(call.name), outcome(result), took
 
 
@@ -156,18 +166,43 @@ def tool_line(call: ToolCall, result: ToolResult, seconds: float, width: int) ->
     outcome red on failure. The key argument gets most of a narrow line; the outcome is
     cut first (with an ellipsis)."""
     mark, name, said, took = tool_words(call, result, seconds)
-    bad = failed(result)
+    bad = result.failed
     room = max(12, width - len(name) - len(took) - 3)
     key = key_argument(call, limit=max(8, room - min(len(said) + 3, room // 3)))
-    text = Text(f"{mark} {name} ", style="red" if bad else "dim")
+    text = Text(f"{mark} {name}" + (" " if key else ""), style="red" if bad else "dim")
     text.append(key, style="red" if result.is_error else "bold")
-    rest = f" — {said}"
-    space = max(0, room - len(key))
-    text.append(rest if len(rest) <= space else rest[:max(0, space - 1)] + "…",
+    path = result.meta.get("spill_path")
+    text.append(_fit(f" — {said}", max(0, room - len(key)),
+                     screen_text(path) if isinstance(path, str) else None),
                 style="red" if bad else "dim")
     text.append(took, style="dim")
     text.no_wrap, text.overflow = True, "ellipsis"
     return text
+
+
+def _fit(rest: str, space: int, path: str | None) -> str:
+    """`rest` cut to `space` characters between words, with an ellipsis; a saved file's
+    path in it loses its folders first and is never cut, so the file name stays visible."""
+    if len(rest) <= space:
+        return rest
+    if path and path in rest:
+        name = "…/" + path.rsplit("/", 1)[-1]
+        rest = rest.replace(path, name)
+        if len(rest) <= space:
+            return rest
+        keep = space - len(name) - 1
+        if keep >= 8:
+            return _cut_words(rest[:rest.index(name)], keep) + " " + name
+    return _cut_words(rest, space)
+
+
+def _cut_words(text: str, space: int) -> str:
+    """`text` cut to `space` characters with an ellipsis, at a word boundary when there
+    is one past the leading dash."""
+    cut = text[:max(0, space - 1)]
+    if " " in cut[3:] and not text[len(cut):].startswith(" "):
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;") + "…"
 
 
 def subagent_lines(event: SubagentStep, task: int, width: int | None,
@@ -220,6 +255,6 @@ def diff_text(diff: str, limit: int = 40) -> Text:
             style = "dim"
         out.append("    " + line + "\n", style=style)
     if len(lines) > limit:
-        out.append(f"    … {len(lines) - limit} more diff lines\n", style="dim")
+        out.append(f"    … {plural(len(lines) - limit, 'more diff line')}\n", style="dim")
     out.no_wrap, out.overflow = True, "ellipsis"
     return out

@@ -23,7 +23,6 @@ from swival.render.lines import (
     NOTICE_STYLES,
     checkpoint_line,
     compaction_line,
-    failed,
     key_argument,
     screen_text,
     subagent_lines,
@@ -37,6 +36,12 @@ def stderr_console() -> Console:
     console = Console(stderr=True, highlight=False)
     console.soft_wrap = not console.is_terminal
     return console
+
+
+def say(text: str, style: str = "", console: Console | None = None) -> None:
+    """A line for the person on stderr (the text as it is, no markup): wrapped between
+    words at a terminal's width, one whole line on a pipe."""
+    (console or stderr_console()).print(Text(text, style=style))
 
 
 class ProgressPrinter:
@@ -59,8 +64,8 @@ class ProgressPrinter:
         if isinstance(event, ToolFinished):
             mark, name, said, _ = tool_words(event.call, event.result, 0.0)
             key = key_argument(event.call, limit=None if self.console.soft_wrap else 60)
-            self._say(f"{mark} {name} {key} — {said}",
-                      "red" if failed(event.result) else "dim")
+            self._say(" ".join(part for part in (mark, name, key) if part) + f" — {said}",
+                      "red" if event.result.failed else "dim")
         elif isinstance(event, Compacted):
             self._say(compaction_line(event), "yellow")
             if event.note:

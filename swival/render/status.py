@@ -9,7 +9,7 @@ from rich.text import Text
 
 from swival.events import Compacted, Event, ModelCallFinished, ModelCallStarted, TurnFinished
 from swival.messages import Usage
-from swival.words import plural
+from swival.words import percent, plural
 
 WARN_SHARE = 0.70  # context use shown in yellow from here
 CRIT_SHARE = 0.90  # and in red from here
@@ -44,8 +44,9 @@ class Status:
 
     @property
     def level(self) -> Level:
-        share = self.share
-        return "crit" if share >= CRIT_SHARE else "warn" if share >= WARN_SHARE else "ok"
+        """By the share as shown (rounded), so "90%" is never shown in the colour of 89."""
+        shown = round(100 * self.share) / 100
+        return "crit" if shown >= CRIT_SHARE else "warn" if shown >= WARN_SHARE else "ok"
 
     def update(self, event: Event) -> None:
         if isinstance(event, ModelCallStarted):
@@ -63,7 +64,7 @@ class Status:
         """Status pieces as (level, text); pieces are dropped, least useful first, until
         the line fits `width`. Only the context share carries a level other than ok."""
         window = f"window {self.window}" if self.window else f"window unknown (~{self.budget})"
-        ctx = f"ctx {int(100 * self.share)}% ({tokens(self.context_tokens)}/{tokens(self.budget)})"
+        ctx = f"ctx {percent(self.share, 1)} ({tokens(self.context_tokens)}/{tokens(self.budget)})"
         last = "last turn —"
         if self.last_turn is not None:
             last = (f"last turn {tokens(self.last_turn.prompt_tokens)} in/"

@@ -105,6 +105,7 @@ class TurnView:
         self._approved_diff: str | None = None  # shown with its question; not again
         self._task = 0  # the task whose subagent steps were shown last
         self._child_paused = 0.0  # approval time since the last subagent step
+        self._cancelled_asking = False  # Ctrl-C came while an approval question waited
 
     # -- events -------------------------------------------------------------------------
 
@@ -120,7 +121,7 @@ class TurnView:
             self._wait = None
         elif isinstance(event, ToolStarted):
             self._flush_text()
-            label = f"{screen_text(event.call.name)} {key_argument(event.call, None)}"
+            label = f"{screen_text(event.call.name)} {key_argument(event.call, None)}".rstrip()
             self._tool, self._paused = (event.call, Wait(label, self.clock())), 0.0
             self._child_paused = 0.0
             self._region.start()
@@ -163,7 +164,8 @@ class TurnView:
         self._flush_text()
         if self._tool is not None:
             call, wait = self._tool
-            took = f"interrupted after {self.clock() - wait.since:.1f}s"
+            took = ("cancelled at the approval question" if self._cancelled_asking
+                    else f"interrupted after {self.clock() - wait.since:.1f}s")
             self._print(tool_line(call, ToolResult("", True, {"summary": took}), 0.0,
                                   self.console.width))
         self.close()
@@ -176,19 +178,23 @@ class TurnView:
         self.console.print(Text(text, style="red"))
 
     def close(self) -> None:
-        self._wait, self._tool = None, None
+        self._wait, self._tool, self._cancelled_asking = None, None, False
         self._region.stop()
 
     @contextmanager
     def paused(self) -> Iterator[None]:
-        """Take the live display down (e.g. to ask for approval), then bring it back; the
-        time spent here does not count as the running tool's time."""
+        """Take the live display down to ask for approval, then bring it back; the time
+        spent here does not count as the running tool's time, and Ctrl-C here marks the
+        call as cancelled at its question."""
         was_live = self._region.running
         self._flush_text()
         self._region.stop()
         started = self.clock()
         try:
             yield
+        except KeyboardInterrupt:
+            self._cancelled_asking = True  # the call was stopped at its question
+            raise
         finally:
             waited = self.clock() - started
             self._paused += waited

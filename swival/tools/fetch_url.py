@@ -22,6 +22,7 @@ from swival.tools.approval import Refusal, person_words
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.fetch_policy import normalize_host
 from swival.tools.spilled import head_or_spill
+from swival.words import plural
 
 if TYPE_CHECKING:
     import httpx
@@ -88,7 +89,7 @@ class FetchUrl:
         except FetchFailed as failure:
             return ToolResult(f"fetch failed: {failure}", is_error=True, meta=meta)
         meta["path"] = fetched.url
-        meta["summary"] = f"HTTP {fetched.status}, {len(fetched.raw)} bytes"
+        meta["summary"] = f"HTTP {fetched.status}, {plural(len(fetched.raw), 'byte')}"
         if fetched.stopped and not fetched.raw:
             return ToolResult(f"fetch failed: {fetched.stopped}; nothing of the body arrived.",
                               is_error=True, meta=meta)

@@ -52,12 +52,14 @@ def check_fresh(ctx: ToolContext, path: Path) -> None:
     if seen is None:
         raise ToolError(
             f"{name} already exists and you have not read it in this session. "
-            f"Call read_file on {name} first, then retry."
+            f"Call read_file on {name} first, then retry.",
+            summary=f"not written: {name} exists and was not read in this session",
         )
     if fingerprint(path) != seen:
         raise ToolError(
             f"{name} changed on disk since you last read it. "
-            f"Call read_file on {name} again to see its current content, then retry."
+            f"Call read_file on {name} again to see its current content, then retry.",
+            summary=f"not written: {name} changed on disk since it was read",
         )
 
 

@@ -24,6 +24,7 @@ from swival.tools.output import SNIFF_BYTES, looks_binary
 from swival.tools.patterns import Search, compile_search
 from swival.tools.regular import NotRegularFile, not_regular_message, open_regular, special_kind
 from swival.tools.workspace import containing_root, display, resolve_read
+from swival.words import plural
 
 MAX_MATCHES = 100
 MAX_LINE_CHARS = 200
@@ -187,15 +188,15 @@ def _render(scan: Scan, pattern: str, name: str, seconds: float) -> str:
     notes = []
     if scan.lines and scan.total > len(scan.lines):
         total = f"at least {scan.total}" if scan.total >= COUNT_LIMIT else str(scan.total)
-        notes.append(f"{len(scan.lines)} of {total} matches in {scan.files} files shown; "
+        notes.append(f"{len(scan.lines)} of {total} matches in {plural(scan.files, 'file')} shown; "
                      "narrow with a more specific pattern, path or include")
     if scan.stopped:
-        notes.append(f"search stopped after {seconds:g} s with {scan.searched} files "
+        notes.append(f"search stopped after {seconds:g} s with {plural(scan.searched, 'file')} "
                      "searched, so there may be more matches; narrow it with path or include")
     if scan.skipped_large:
-        notes.append(f"{scan.skipped_large} file(s) over 10 MB not searched")
+        notes.append(f"{plural(scan.skipped_large, 'file')} over 10 MB not searched")
     if scan.skipped_special:
-        notes.append(f"{scan.skipped_special} special file(s) (pipes, sockets or devices) "
+        notes.append(f"{plural(scan.skipped_special, 'special file')} (pipes, sockets or devices) "
                      "skipped")
     body = "\n".join(scan.lines) if scan.lines else f"No matches for {pattern!r} in {name}."
     sep = "\n" if scan.lines else " "

@@ -21,6 +21,7 @@ from swival.tools.ignore import (
     walk,
 )
 from swival.tools.workspace import containing_root, display, resolve_read
+from swival.words import plural
 
 MAX_ENTRIES = 100
 # Counting stops here so a huge tree cannot stall the call; the total then reads "N+".
@@ -113,7 +114,7 @@ def _matching(start: Path, stack: tuple[RuleSet, ...], pattern: str,
 def _render(listing: Listing, name: str, pattern: str, seconds: float) -> str:
     notes = []
     if listing.special:
-        notes.append(f"{listing.special} special file(s) (pipes, sockets or devices) not "
+        notes.append(f"{plural(listing.special, 'special file')} (pipes, sockets or devices) not "
                      "shown")
     if listing.stopped:
         notes.append(f"listing stopped after {seconds:g} s, so it is incomplete; narrow it "

@@ -27,7 +27,7 @@ from swival.tools.base import ToolContext, ToolError
 from swival.tools.list_files import ListFiles
 from swival.tools.read_file import ReadFile
 from swival.tools.workspace import display, resolve_read
-from swival.words import plural
+from swival.words import lines_of, plural
 
 MENTION = re.compile(r"(?<![^\s(\[{\"'`])@([^\s@]+)")
 TRAILING = ".,;:!?)]}'\"`"
@@ -63,6 +63,8 @@ class Attachment:
         if kept_lines is None and self.whole and self.seen is not None:
             ctx.read_files[self.seen[0]] = self.seen[1]
         shown = self.meta.get("shown", "?") if kept_lines is None else kept_lines
+        if isinstance(shown, int) and isinstance(total, int):
+            return lines_of(shown, total)
         return f"{shown} of {total} lines"
 
 

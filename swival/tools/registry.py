@@ -14,6 +14,7 @@ from typing import Any
 
 from swival.messages import ToolCall, ToolResult
 from swival.tools.base import Tool, ToolContext, ToolError
+from swival.words import agree
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -33,10 +34,11 @@ def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str |
     props: Mapping[str, Any] = schema.get("properties", {})
     missing = [name for name in schema.get("required", ()) if args.get(name) is None]
     if missing:
-        return "missing required argument(s): " + ", ".join(missing)
+        return (f"missing required {agree(len(missing), 'argument', 'arguments')}: "
+                + ", ".join(missing))
     unknown = [name for name in args if name not in props]
     if unknown:
-        return (f"unknown argument(s): {', '.join(unknown)}; "
+        return (f"unknown {agree(len(unknown), 'argument', 'arguments')}: {', '.join(unknown)}; "
                 f"this tool takes: {', '.join(props) or 'nothing'}")
     for name, value in args.items():
         if value is None:

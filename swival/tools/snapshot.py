@@ -15,6 +15,7 @@ from swival.effects import SnapshotEffect
 from swival.messages import ToolResult
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.think import optional_text
+from swival.words import plural
 
 ACTIONS = ("save", "restore", "cancel", "status")
 MIN_SUMMARY_CHARS = 20
@@ -51,12 +52,15 @@ class Snapshot:
             if summary is None:
                 raise ToolError(
                     "snapshot restore needs `summary`: write what you learned (files, line "
-                    "numbers, facts, what to do next); it replaces the collapsed messages."
+                    "numbers, facts, what to do next); it replaces the collapsed messages.",
+                    summary="restore refused: no summary of the findings given",
                 )
             if len(summary) < MIN_SUMMARY_CHARS:
                 raise ToolError(
                     f"the summary is only {len(summary)} characters; everything it replaces "
-                    "will be gone, so write the findings out (files, facts, next steps)."
+                    "will be gone, so write the findings out (files, facts, next steps).",
+                    summary=f"restore refused: a summary of {plural(len(summary), 'character')}"
+                    " is too short",
                 )
         force = args.get("force")
         if force is not None and not isinstance(force, bool):
