@@ -85,8 +85,17 @@ def test_a_child_has_read_only_tools_no_task_and_only_its_answer_returns(
     assert note.startswith("Read notes.txt and report") and "You are a subagent" in note
     assert "at most 4000 characters" in note
     results = [s.result for s in steps if isinstance(s, SubagentStep) and s.result]
-    assert "no tool named `write_file`" in results[1].content and results[1].is_error
-    assert "no tool named `task`" in results[2].content and results[2].is_error
+    refused = results[1]
+    assert refused.is_error and refused.content.startswith(
+        "error: write_file is not available to you: you are a read-only subagent")
+    assert "say in your answer what should change" in refused.content
+    assert refused.meta["summary"] == "refused: a read-only subagent has no write_file"
+    assert "cannot start another" in results[2].content and results[2].is_error
+    first, started = steps[0], steps[1]
+    assert isinstance(first, SubagentStep) and first.description == "survey the notes"
+    assert first.prompt == "Read notes.txt and report the line that names the owner."
+    assert isinstance(started, SubagentStep) and started.result is None
+    assert started.call is not None and started.call.name == "read_file"
     assert not (tmp_path / "planted.txt").exists()
     result = task_result(events)
     assert not result.is_error and result.content.endswith("\nnotes.txt:1: owner: ada")

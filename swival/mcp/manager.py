@@ -17,7 +17,7 @@ from swival.context.engine import ContextEngine
 from swival.events import Event, Notice
 from swival.mcp.budget import Entry, Plan, entries_for, make_plan
 from swival.mcp.hub import Hub
-from swival.mcp.tools import Access, McpCall, McpList, McpTool, gateway_schemas
+from swival.mcp.tools import Access, Held, McpCall, McpList, McpTool, gateway_schemas
 from swival.tools.base import Tool
 from swival.tools.registry import ToolRegistry
 
@@ -128,8 +128,12 @@ class McpTools:
                 tools += [McpTool(e, e.short if mode == "short" else e.full, self.access)
                           for e in entries]
         if held:
-            plan_mode = self.registry.read_only
-            tools += [McpList(held, plan_mode), McpCall(held, self.access, plan_mode)]
+            gateway = Held(held)
+            if self.registry.read_only:  # plan mode: the others were not offered
+                gateway = Held(held, "plan", {name: [
+                    t.name for t in self.hub.connections[name].tools if not t.read_only]
+                    for name in held})
+            tools += [McpList(gateway), McpCall(gateway, self.access)]
         return tools
 
     def _failures(self) -> list[str]:

@@ -137,3 +137,19 @@ def _result(run: ChildRun, label: str, ctx: ToolContext) -> ToolResult:
             f"{run.transcript}]")
     summary = f"answered after {calls}"
     return ToolResult(f"{head}\n{shown}", meta={**meta, **saved, "summary": summary})
+
+
+def withheld(name: str, given: list[str], read_only: bool) -> tuple[str, str]:
+    """What a subagent is told when it calls a tool of its parent's it was not given
+    (`given`: its tools; `read_only`: it has only those that change nothing): the words
+    for the model and for the person."""
+    if name == "task":
+        return ("error: you are a subagent and cannot start another; do the work with your "
+                "own tools.", "refused: a subagent cannot start another")
+    what = ("a read-only subagent: your tools change nothing" if read_only
+            else "a subagent with only the tools listed here")
+    return (f"error: {name} is not available to you: you are {what} ({', '.join(given)}). "
+            "Do not try to make the change another way: finish the job and say in your "
+            "answer what should change (file, place, new text); the agent that started "
+            "you can do it.",
+            f"refused: a {'read-only ' if read_only else ''}subagent has no {name}")
