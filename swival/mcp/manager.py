@@ -144,7 +144,9 @@ class McpTools:
                 continue
             self._told[name] = conn.error
             tail = conn.stderr.text() if conn.stderr is not None else ""
-            more = f" Its last error output: {tail.splitlines()[-1]}" if tail else ""
+            last = tail.splitlines()[-1].rstrip() if tail else ""
+            more = f" Its last error output: {last}" if last else ""
+            more += "" if not last or last.endswith((".", "!", "?")) else "."
             notes.append(self._redact(
                 f"MCP server {name} {'did not start' if conn.state == 'failed' else 'is down'}"
                 f": {conn.error}.{more} Continuing without its tools; /mcp restart {name} "
