@@ -63,7 +63,10 @@ def test_model_to_a_smaller_window_plans_the_schemas_again(
     switched = dispatch("/model small", session.agent)
     assert "Now using small, window 8192" in switched.text
     assert "MCP tool schemas planned again for the 6964-token input budget" in switched.text
-    assert "Held back many" in switched.text and switched.level == "warning"
+    assert "held back many (reached through mcp_list and mcp_call)" in switched.text
+    assert switched.level == "warning"
+    # one concise reply: the figures once, one sentence about re-processing
+    assert "Now 2" not in switched.text and switched.text.count("again on the next") == 1
     reprocessed = session.agent.context.usage().reprocessed
     estimate = session.agent.context.estimate()  # calibrated afresh for the new model
     assert 0.8 * estimate < reprocessed < 1.2 * estimate  # the whole prompt, counted once
@@ -77,6 +80,9 @@ def test_model_to_a_smaller_window_plans_the_schemas_again(
     assert {"mcp_list", "mcp_call", "mcp__basic__add"} <= set(names(at_8k["tools"]))
     assert not any(n.startswith("mcp__many__") for n in names(at_8k["tools"]))
     assert TokenCounter().schemas(at_8k["tools"]) <= 0.5 * 6964
+    restarted = dispatch("/mcp restart many", session.agent)  # back with the same tools
+    assert "Tool schemas take" not in restarted.text  # the warning was given once
+    assert "re-process" not in restarted.text and "if their tools changed" in restarted.footer
     rows = {row[0]: row for row in dispatch("/mcp", session.agent).rows}
     assert rows["many"][5] == "via mcp_call"
 
@@ -169,6 +175,7 @@ def test_plan_toggles_replan_mcp_call_once_counted(
     assert "MCP tool schemas planned again for the 6964-token input budget in plan mode" \
         in on.text
     assert session.agent.tools.is_read_only("mcp_call") and "mcp_call" in on.text
+    assert on.text.count("again on the next request") == 1 and "Tool schemas take" not in on.text
     context = session.agent.context
     assert context.usage().reprocessed == context.estimate()  # two changes, one count
     provider.add(call("mcp_call", server="mixed", tool="search_collection_03",
