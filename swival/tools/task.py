@@ -94,7 +94,8 @@ def _interrupted(number: int, label: str, running: list[tuple[ToolCall, float]]
                  ) -> SubagentStep:
     """The step that says a Ctrl-C stopped the child: its call in progress, if any."""
     if not running:
-        return SubagentStep(number, label, level="warning", text="interrupted")
+        return SubagentStep(number, label, level="warning",
+                            text="interrupted while waiting for the model")
     call, since = running[0]
     took = time.monotonic() - since
     result = ToolResult("interrupted", is_error=True,
