@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from swival.config import Settings
 from swival.context.budget import Budget
@@ -12,10 +13,21 @@ from swival.prompts import instruction_files, load
 from swival.providers.base import UNKNOWN_WINDOW_BUDGET, ProviderInfo
 from swival.providers.factory import connect
 from swival.tools.catalog import default_tools
+from swival.tools.fetch_policy import FetchPolicy
 from swival.tools.registry import ToolRegistry
 from swival.tools.sandbox import sandbox_from_settings
+from swival.tools.task import Task
 
 OVERHEAD_WARNING_SHARE = 0.25
+
+
+def tool_schemas(settings: Settings) -> list[dict[str, Any]]:
+    """The built-in tool schemas a session with these settings sends (the list
+    session.build_session makes): fetch_url unless fetching is off, and task."""
+    fetch = FetchPolicy(settings.fetch, yolo=settings.yolo).enabled
+    task = Task(read_only=settings.subagent_tools.strip() in ("", "read-only"))
+    return ToolRegistry(default_tools(fetch=fetch, task=task),
+                        read_only=settings.read_only).schemas()
 
 
 def overhead(settings: Settings) -> dict[str, int]:
@@ -23,7 +35,7 @@ def overhead(settings: Settings) -> dict[str, int]:
     counter = TokenCounter()
     parts = {
         "system prompt": counter.text(load("system")),
-        "tool schemas": counter.schemas(ToolRegistry(default_tools()).schemas()),
+        "tool schemas": counter.schemas(tool_schemas(settings)),
     }
     for name, text in instruction_files(settings.project_root):
         parts[name] = counter.text(text)
@@ -57,8 +69,8 @@ def mcp_lines(settings: Settings, window: int | None) -> list[str]:
     if specs:
         counter = TokenCounter()
         budget = Budget(window or UNKNOWN_WINDOW_BUDGET, settings.max_output_tokens, 1, 1)
-        lines += doctor_lines(specs, counter.schemas, counter.schemas(
-            ToolRegistry(default_tools()).schemas()), budget.input_budget)
+        lines += doctor_lines(specs, counter.schemas, counter.schemas(tool_schemas(settings)),
+                              budget.input_budget)
     return lines
 
 

@@ -6,18 +6,34 @@ from pathlib import Path
 from typing import Any
 
 from swival.config import Settings
-from swival.doctor import overhead
+from swival.doctor import overhead, tool_schemas
 from tests.e2e import run_swival
 from tests.fakeserver import text
 
 
 def test_fixed_overhead_is_lean(tmp_path: Path) -> None:
-    """System prompt + every tool schema, no instruction files: at most 1,200 tokens."""
+    """System prompt + every tool schema a default session sends (task included), no
+    instruction files: at most 1,400 tokens (1,200 before the task tool's 148 counted)."""
     parts = overhead(Settings(project_root=tmp_path))
     total = sum(parts.values())
     print(f"fixed overhead: {parts} = {total} tokens (cl100k_base)")
     assert set(parts) == {"system prompt", "tool schemas"}
-    assert total <= 1200
+    assert total <= 1400
+
+
+def test_the_doctor_counts_the_schemas_a_session_sends(tmp_path: Path) -> None:
+    from swival.config import load_settings
+    from swival.session import build_session
+    from tests.scripted import ScriptedProvider
+
+    for cli in ({}, {"fetch": "none", "subagent_tools": "all"}, {"read_only": True}):
+        settings = load_settings(cli, cwd=tmp_path)
+        session = build_session(settings, ScriptedProvider([]), interactive=False)
+        try:
+            sent = session.agent.tools.schemas()
+        finally:
+            session.close()
+        assert tool_schemas(settings) == sent
 
 
 def test_doctor_reports_server_window_and_overhead(fake_server: Any, tmp_path: Path) -> None:
