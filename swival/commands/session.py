@@ -103,6 +103,10 @@ def cmd_model(agent: Agent, args: Sequence[str]) -> CommandReply:
     elif new.window.budget_tokens != before:
         lines.append(f"The window changed from {before} tokens."
                      + (f" {REPROCESSED}" if retooled and agent.context.history else ""))
+    if not new.window.known:
+        lines.append(f"Its window is read again once the first request reaches it (LM Studio "
+                     f"loads a model then); until then the budget assumes "
+                     f"{new.window.budget_tokens} tokens.")
     if new.provider == "ollama":
         lines.append(f"Ollama gets num_ctx {new.window.budget_tokens} with every request "
                      "from now on.")
