@@ -25,7 +25,7 @@ from swival.render import ProgressPrinter, Status, TurnView, make_console, outco
 from swival.render.live import LiveRegion, rewrapped_rows
 from swival.render.replay import replay_lines
 from swival.render.view import COMMAND_SPINNER_AFTER
-from swival.words import plural
+from swival.words import clip_words, plural
 
 CUT = {"kept_chars": 3000, "total_chars": 9000, "kept_lines": 90, "total_lines": 290}
 SPILL = ".swival/out/s1/read-1.txt"
@@ -238,6 +238,14 @@ def test_counts_agree_with_their_nouns() -> None:
     tv.start_turn()
     tv.handle(TurnFinished("Done.", "done", 1, 1, Usage(10, 2)))
     assert "1 model call · 1 tool call · 10 in / 2 out" in buf.getvalue()
+
+
+def test_text_for_people_is_cut_between_words() -> None:
+    assert clip_words("find the  line\nthat names the owner", 20) == "find the line that…"
+    assert clip_words("short", 20) == "short"
+    assert clip_words("unbreakablewordthatgoeson", 10) == "unbreakab…"  # one word: cut
+    assert clip_words("one, two three", 9) == "one, two…"
+    assert clip_words("one, two three", 6) == "one…"  # no dangling comma
 
 
 def test_pipes_get_whole_lines_however_long() -> None:

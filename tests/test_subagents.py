@@ -110,6 +110,29 @@ def test_a_child_has_read_only_tools_no_task_and_only_its_answer_returns(
         "/context", session.agent).footer
 
 
+def test_labels_are_cut_at_a_word_counts_agree_and_an_empty_prompt_is_said_briefly(
+        tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("owner: ada\n")
+    long = ("survey every note in the project and report the owner of each one that names "
+            "an owner")
+    session, provider, steps = session_for(tmp_path, [
+        call("task", description="empty", prompt="  "),
+        call("task", description=long, prompt="Read notes.txt and say who owns it."),
+        call("read_file", file_path="notes.txt"),
+        reply("ada"),
+        reply("Ada."),
+    ])
+    events = turn(session)
+    empty, answered = [e.result for e in events if isinstance(e, ToolFinished)]
+    assert empty.is_error and empty.meta["summary"] == (
+        "not started: the model gave no instructions")
+    label = "survey every note in the project and report the owner of…"
+    assert steps[0].description == label and len(label) <= 60  # not "...of each o"
+    assert answered.content.startswith(f'[answer of the subagent for "{label}", after '
+                                       "2 model calls and 1 tool call;")
+    assert answered.meta["summary"] == "answered after 1 tool call"
+
+
 def test_subagent_tools_widen_only_within_the_parents_policy(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("old\n")
     session, provider, steps = session_for(tmp_path, [
