@@ -152,7 +152,7 @@ def test_the_person_sees_what_a_child_was_asked_and_that_it_asks(fake_server: An
     server: FakeServer = fake_server(kind="llamacpp", window=8192)
     server.script(*router.items())
     env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config"),
-           "NO_COLOR": "1", "TERM": "xterm-256color"}
+           "NO_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "200", "LINES": "40"}
     child = pexpect.spawn(SWIVAL, ["--provider", "llamacpp", "--base-url", server.url,
                                    "--commands", "ask", "--subagent-tools", "run_command"],
                           cwd=str(tmp_path), env=env, encoding="utf-8", dimensions=(40, 200),
