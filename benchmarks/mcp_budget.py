@@ -4,7 +4,8 @@ start-up.
 Measures, on this machine, with the test servers of tests/mcpserver.py (`basic`, 13
 small tools; `many`, 60 tools with long descriptions):
 1. the schema budget at 8K, 16K and 32K windows: each server's schema tokens whole and
-   shortened (the context engine's counter), what the plan sends, and the total;
+   shortened (the context engine's counter), what the plan sends, and the total, over the
+   built-in tools a default session sends (built by the session builder, `task` included);
 2. REPL launch until the prompt is drawn (real pseudo-terminal, loopback model server),
    with no server and with two servers one of which takes 5 s to start;
 3. Enter until the first request reaches the model server, with one server configured
@@ -21,22 +22,25 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.startup import import_cost, load_average, repl_runs, row, write_docs  # noqa: E402
+from swival.config import load_settings  # noqa: E402
 from swival.context.budget import Budget  # noqa: E402
 from swival.context.tokens import TokenCounter  # noqa: E402
 from swival.mcp.budget import entries_for, make_plan  # noqa: E402
 from swival.mcp.hub import Hub  # noqa: E402
 from swival.mcp.spec import ServerSpec  # noqa: E402
 from swival.mcp.tools import gateway_schemas  # noqa: E402
-from swival.tools.catalog import default_tools  # noqa: E402
-from swival.tools.registry import ToolRegistry  # noqa: E402
+from swival.session import build_session  # noqa: E402
+from swival.words import plural  # noqa: E402
 from tests.fakeserver import FakeServer  # noqa: E402
 from tests.mcpconfig import SERVER, table  # noqa: E402
+from tests.scripted import ScriptedProvider  # noqa: E402
 
 SECTION = "## MCP"
 WINDOWS = (8192, 16_384, 32_768)
@@ -45,6 +49,22 @@ MODES = {"full": "whole", "short": "shortened", "held": "held back"}
 
 def spec(name: str, kind: str) -> ServerSpec:
     return ServerSpec(name, command=sys.executable, args=(SERVER, kind))
+
+
+def default_schemas() -> list[dict]:
+    """The built-in tool schemas a default session sends (no MCP server configured): the
+    session builder's own list, `task` and `fetch_url` included."""
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["XDG_STATE_HOME"] = str(Path(home) / "state")  # not the user's own
+        os.environ["XDG_CONFIG_HOME"] = str(Path(home) / "config")
+        root = Path(home) / "project"
+        root.mkdir()
+        session = build_session(load_settings({}, cwd=root), ScriptedProvider([]),
+                                interactive=False)
+        try:
+            return session.agent.tools.schemas()
+        finally:
+            session.close()
 
 
 def budget_rows() -> tuple[list[tuple[str, ...]], str]:
@@ -63,7 +83,7 @@ def budget_rows() -> tuple[list[tuple[str, ...]], str]:
     finally:
         hub.close()
     count = TokenCounter().schemas
-    base = count(ToolRegistry(default_tools()).schemas())
+    base = count(default_schemas())
     rows, warning = [], ""
     for window in WINDOWS:
         budget = Budget(window, 32768, 0.85, 0.6).input_budget
@@ -71,7 +91,7 @@ def budget_rows() -> tuple[list[tuple[str, ...]], str]:
         sent = "; ".join(f"{s.name} {MODES[s.mode]}" + (f" ({s.sent})" if s.sent else "")
                          for s in plan.servers)
         rows.append((f"{window // 1024}K", str(budget), str(base),
-                     ", ".join(f"{s.name} {s.tools} tools {s.full} → {s.short}"
+                     ", ".join(f"{s.name} {plural(s.tools, 'tool')} {s.full} → {s.short}"
                                for s in plan.servers),
                      f"{plan.whole} ({100 * plan.whole / budget:.0f}%)",
                      sent + (f"; mcp_list + mcp_call {plan.gateway}" if plan.gateway else ""),

@@ -44,6 +44,7 @@ from swival.context.tokens import TokenCounter  # noqa: E402
 from swival.messages import Message  # noqa: E402
 from swival.providers.base import ChatRequest, Completion, StreamItem  # noqa: E402
 from swival.session import build_session  # noqa: E402
+from swival.tools.task import Task  # noqa: E402
 from tests.scripted import ScriptedProvider, call, reply  # noqa: E402
 
 SECTION = "## Subagents"
@@ -201,15 +202,24 @@ def _figures(values: Sequence[int]) -> str:
     return " / ".join(f"{v:,}" for v in values)
 
 
-def rows() -> list[tuple[str, ...]]:
+def rows() -> tuple[list[tuple[str, ...]], str]:
+    """The table, and a sentence on the tool schemas the parent and a subagent send."""
     counter = TokenCounter()
     out: list[tuple[str, ...]] = []
+    schemas = ""
     for window in WINDOWS:
         for delegate in (False, True):
-            f = measure(run(window, delegate, counter))
+            sent = run(window, delegate, counter)
+            f = measure(sent)
             out.append((f"{window // 1024}K", "subagent (task)" if delegate else "inline",
                         f.counts, f"{f.carried:,}", _figures(f.after), _figures(f.total)))
-    return out
+            if delegate and not schemas:
+                first = {r.who: r.elements[0][1] for r in reversed(sent)}
+                task = counter.schemas([Task().spec.schema()])
+                schemas = (f"Tool schemas sent with every request: the parent's {first['parent']:,}"
+                           f" tokens (the `task` tool's {task} of them), a subagent's "
+                           f"{first['child']:,} (the read-only tools).")
+    return out, schemas
 
 
 def markdown(table: list[tuple[str, ...]]) -> str:
@@ -217,7 +227,7 @@ def markdown(table: list[tuple[str, ...]]) -> str:
     return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in table)])
 
 
-def section(table: list[tuple[str, ...]]) -> str:
+def section(table: list[tuple[str, ...]], schemas: str) -> str:
     return (
         f"{SECTION}\n\n"
         "Measured by `python benchmarks/subagent_prefill.py --write-docs` (Python "
@@ -232,20 +242,18 @@ def section(table: list[tuple[str, ...]]) -> str:
         "sharing the most with it, else the one used least recently). Tokens are the "
         "context engine's counter; session ids (the time and a random part) are named in "
         "the prompts, so figures move by a few tokens a request from run to run.\n\n"
-        + markdown(table) + "\n\n"
+        + markdown(table) + "\n\n" + schemas + "\n\n"
         "What the columns mean. *Parent's prompt at the follow-up* is what the parent carries "
         "on with: inline, the exploration stays in its context (compacted where the window "
         "forced it); delegated, only the answer does. *Parent's prefill after the "
         "exploration* is the request that reads the result: inline it only adds the last "
         "tool result; delegated, on one slot the child's requests took the slot (with other "
         "tool schemas, so nothing is shared) and the parent's whole prompt is computed "
-        "again; with a slot of its own the parent's prompt stays cached. At 8K the subagent "
-        "compacts, and its recap calls (no tools: they share nothing either) take the slot "
-        "used least recently, the parent's, so only a third slot keeps it. *Prefill of all "
-        "requests* is mostly the exploration, paid either way (delegated, in the child's "
-        "context); at 8K the child compacts at other points than the inline run (2 recap "
-        "calls against 8, leaving larger prompts to compute again after each), which costs "
-        "more in all.\n"
+        "again; with a slot of its own the parent's prompt stays cached. When a subagent "
+        "compacts (the recap column), its recap calls (no tools: they share nothing either) "
+        "take the slot used least recently, the parent's, so only a third slot keeps it. "
+        "*Prefill of all requests* is mostly the exploration, paid either way (delegated, in "
+        "the child's context).\n"
     )
 
 
@@ -256,10 +264,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:  # the session index and config stay here
         os.environ["XDG_STATE_HOME"] = str(Path(home) / "state")
         os.environ["XDG_CONFIG_HOME"] = str(Path(home) / "config")
-        table = rows()
+        table, schemas = rows()
     print(markdown(table))
+    print(schemas)
     if args.write_docs:
-        print(f"wrote {write_docs(section(table), SECTION)}")
+        print(f"wrote {write_docs(section(table, schemas), SECTION)}")
 
 
 if __name__ == "__main__":

@@ -142,6 +142,9 @@ class Agent:
         self._reply_limit = 0  # max_tokens of the last request
         self._notes: list[str] = []  # for the model, sent with the next request
         self._told_read_only = False  # the tool mode the conversation last told the model
+        # After /model to a model whose window is unknown (LM Studio loads it on its first
+        # request): "switched", then "sent" once a request reached it, when it is read again.
+        self._window_check = ""
 
     def run_turn(self, text: str) -> Iterator[Event]:
         """Handle one user request. The last event is always `TurnFinished`.
@@ -169,6 +172,7 @@ class Agent:
                     return
                 continue
             if not message.tool_calls:
+                yield from self._reread_window()
                 yield from self.context.end_turn(self._clock)
                 yield self._finished("".join(parts) + message.content, "done")
                 return
@@ -291,9 +295,32 @@ class Agent:
         window and recaps go to it; the compactions that made the conversation fit the
         new window, if it had to shrink."""
         self.provider = provider
+        known = provider.info.window.known or self.config.connector is None
+        self._window_check = "" if known else "switched"
         summarize = make_summarizer(provider, self.config.temperature)
         return self.context.use_model(provider.info.window.budget_tokens, summarize,
                                       self._clock)
+
+    def _reread_window(self) -> Iterator[Event]:
+        """Once a request reached a model switched to with its window unknown (LM Studio
+        loads a model on its first request, and only then reports its window): detect it
+        again and budget on it, or say which window is assumed and how to set it."""
+        if self._window_check != "sent" or self.config.connector is None:
+            return
+        self._window_check, model = "", self.provider.info.model
+        try:
+            fresh: Provider | None = self.config.connector.connect(model)
+        except ProviderError:
+            fresh = None
+        if fresh is None or not fresh.info.window.known or fresh.info.model != model:
+            yield Notice(f"{model}'s window is still unknown after its first request: "
+                         f"budgeting on {self.provider.info.window.budget_tokens} tokens. If "
+                         "it runs with another, set max_context_tokens (--max-context-tokens) "
+                         "to it.", "warning")
+            return
+        yield from self.use_provider(fresh)
+        yield Notice(f"{model} is loaded: window {fresh.info.window.describe()}; the budget "
+                     "follows it now.")
 
     def interrupted(self) -> TurnFinished:
         """Close an interrupted turn: answer pending tool calls with a synthetic result."""
@@ -318,6 +345,7 @@ class Agent:
         """Send the prepared context; compact and retry when the server reports an overflow."""
         if self.config.tool_source is not None:
             yield from self.config.tool_source.settle()
+        yield from self._reread_window()
         for _ in range(MAX_OVERFLOW_RETRIES + 1):
             prepared = self.context.prepare(self._clock)
             yield from prepared.events
@@ -350,6 +378,7 @@ class Agent:
             if completion.finish_reason != "length":
                 self._cuts = 0
             self._reply_limit = prepared.max_output_tokens
+            self._window_check = "sent" if self._window_check else ""
             return completion
         raise ContextExhausted(
             "The server kept rejecting the prompt as too long even after compaction. "

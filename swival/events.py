@@ -101,8 +101,10 @@ class SubagentStep:
     """Something a subagent did while the parent's `task` call runs, shown indented
     under that call (tools report it through ToolContext.on_event, not the agent).
     `task` numbers the session's task calls from 1; `description` is the parent's label
-    for it. A finished tool call of the child carries `call`, `result` and `seconds`;
-    anything else it reports (a notice, a compaction) is `text` at `level`."""
+    for it. The first step of each task carries `prompt` (what the child was asked, cut
+    at a word); a tool call the child starts carries `call` alone, one it finished (or
+    that a Ctrl-C interrupted) `call`, `result` and `seconds`; anything else it reports
+    (a notice, a compaction) is `text` at `level`."""
 
     task: int
     description: str
@@ -111,6 +113,7 @@ class SubagentStep:
     seconds: float = 0.0
     text: str = ""
     level: Literal["info", "warning", "error"] = "info"
+    prompt: str = ""
 
 
 ExitReason = Literal["done", "max_turns", "interrupted", "context_exhausted", "output_limit",

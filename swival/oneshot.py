@@ -50,10 +50,11 @@ class Tally:
             self.finished = event
 
 
-def ask_on_terminal(question: Question) -> Answer:
+def ask_on_terminal(question: Question, who: str = "swival") -> Answer:
     """Approval for one-shot runs started from a terminal: asked on stderr, read from stdin.
-    Lines are wrapped at the terminal's width between words."""
-    lines = [f"swival wants to run: {question.shown}"]
+    Lines are wrapped at the terminal's width between words. `who` asks: "swival", or
+    "subagent N" while a subagent runs."""
+    lines = [f"{who} wants to run: {question.shown}"]
     if question.found:
         lines.append("Needs approval every time: " + "; ".join(question.found) + ".")
     print("\n" + _wrap("\n".join(lines)), file=sys.stderr)
@@ -61,12 +62,13 @@ def ask_on_terminal(question: Question) -> Answer:
     return _choose_on_terminal((programs,) if programs else ())[0]
 
 
-def confirm_on_terminal(action: str, scopes: tuple[str, ...], detail: str) -> str:
+def confirm_on_terminal(action: str, scopes: tuple[str, ...], detail: str,
+                        who: str = "swival") -> str:
     """Any other approval (a fetch, an MCP tool, an edit with its diff as `detail`; see
     swival/tools/approval.py), asked the same way."""
     if detail:
         print("\n" + screen_text(detail).rstrip("\n"), file=sys.stderr)
-    print("\n" + _wrap(f"swival asks: {action}?"), file=sys.stderr)
+    print("\n" + _wrap(f"{who} asks: {action}?"), file=sys.stderr)
     answer, scope = _choose_on_terminal(scopes)
     return scope if answer == "always" else answer
 
@@ -98,12 +100,14 @@ def run_oneshot(session: Session, task: str) -> int:
     """Run `task` to its end; the exit code. The answer goes to stdout (or the `--json`
     object, or the stream-json lines), progress to stderr."""
     settings = session.settings
-    if session.policy.mode == "ask" and session.policy.ask is None:
-        session.policy.ask = ask_on_terminal
-    if session.approvals.confirm is None and sys.stdin.isatty():
-        session.approvals.confirm = confirm_on_terminal
     machine = settings.output_format != "text"
     printer = ProgressPrinter(stderr_console(), quiet=settings.quiet or machine)
+    if session.policy.mode == "ask" and session.policy.ask is None:
+        session.policy.ask = lambda question: ask_on_terminal(
+            question, printer.asking or "swival")
+    if session.approvals.confirm is None and sys.stdin.isatty():
+        session.approvals.confirm = lambda action, scopes, detail: confirm_on_terminal(
+            action, scopes, detail, printer.asking or "swival")
     lines = (JsonLines(sys.stdout, session.redactor, outcome)
              if settings.output_format == "stream-json" else None)
     _announce(session, lines)

@@ -58,11 +58,16 @@ def _compaction(event: Compacted, describe: Describe) -> Record:
             "tokens_after": event.tokens_after, "reprocessed": event.reprocessed}
 
 
-def _subagent(event: SubagentStep, describe: Describe) -> Record:
-    """A subagent's step while the parent's `task` call runs: a finished tool call of the
-    child (as `tool_result` has it), or what else it reported."""
+def _subagent(event: SubagentStep, describe: Describe) -> Record | None:
+    """A subagent's step while the parent's `task` call runs: its start (what it was
+    asked), a finished tool call of the child (as `tool_result` has it), or what else it
+    reported; none for a call just started."""
     record: Record = {"type": "subagent", "task": event.task,
                       "description": event.description}
+    if event.prompt:
+        return {**record, "prompt": event.prompt}
+    if event.call is not None and event.result is None:
+        return None  # the call's record comes when it is over
     if event.call is not None and event.result is not None:
         return {**record, "name": event.call.name, "arguments": dict(event.call.arguments),
                 "ok": not event.result.failed, "summary": describe(event.result),

@@ -33,12 +33,13 @@ from swival.state import (
     undo_folder,
 )
 from swival.tools.approval import Approvals, EditPolicy
-from swival.tools.base import ChildRun, SubagentTotals, ToolContext
+from swival.tools.base import ChildRun, SubagentTotals, Tool, ToolContext
 from swival.tools.catalog import session_registry, subagent_tools
 from swival.tools.fetch_policy import FetchPolicy
 from swival.tools.policy import CommandPolicy, Workspace, resolve_mode
 from swival.tools.registry import ToolRegistry
 from swival.tools.sandbox import Sandbox, sandbox_from_settings
+from swival.tools.task import withheld
 from swival.tools.undo import UndoJournal
 from swival.words import agree, percent, plural
 
@@ -309,10 +310,12 @@ class Subagents:
         """A child agent, and the answer limit it was told (the task tool's, at most
         the window-scaled share of one tool result)."""
         parent, settings = self.parent, self.settings
-        tools = [tool for name in parent.tools.names if name != "task"
-                 and (tool := parent.tools.get(name)) is not None
-                 and (tool.read_only or self.widen is None or name in self.widen)]
-        registry = ToolRegistry(tools)
+        tools = [tool for name in parent.tools.names
+                 if (tool := self._child_tool(name)) is not None]
+        given = [tool.spec.name for tool in tools]
+        registry = ToolRegistry(tools, withheld={
+            name: withheld(name, given, self.widen == ())
+            for name in parent.tools.names if name not in given})
         context = self._context(registry)
         share = context.settings.tool_result_share * context.budget.input_budget
         limit = min(limit, int(share * CHARS_PER_TOKEN))
@@ -326,6 +329,17 @@ class Subagents:
             redactor=parent.config.redactor, subagent=True))
         child.note(SUBAGENT_NOTE.format(limit=limit, tools=", ".join(registry.names)))
         return child, limit
+
+    def _child_tool(self, name: str) -> Tool | None:
+        """The parent's tool `name` as a child gets it: whole, narrowed (a read-only
+        child's mcp_list and mcp_call offer only MCP tools marked read-only), or not at all."""
+        tool, widen = self.parent.tools.get(name), self.widen
+        narrow = getattr(tool, "read_only_part", None)
+        if tool is None or name == "task":
+            return None
+        if narrow is not None and widen is not None and "mcp_call" not in widen:
+            return narrow()
+        return tool if tool.read_only or widen is None or name in widen else None
 
     def _context(self, registry: ToolRegistry) -> ContextEngine:
         """A fresh engine like the parent's, its todos in memory, its transcript next to

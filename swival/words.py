@@ -18,7 +18,7 @@ def clip(text: str, limit: int) -> str:
     head = flat[:max(1, limit - 1)]
     if flat[len(head)] != " " and " " in head:
         head = head.rsplit(" ", 1)[0]
-    return head.rstrip() + "…"
+    return head.rstrip(" ,;:") + "…"
 
 
 def agree(count: int, one: str, many: str) -> str:

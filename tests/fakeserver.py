@@ -47,7 +47,9 @@ Options: `loaded` (LM Studio/llama.cpp have a model; Ollama has it running), `in
 `trained` (trained maximum in /api/show model_info), `others` ({name: window}: more models
 the server offers — /v1/models lists them, LM Studio has them loaded with that context
 length, Ollama has them installed but not running, with that `num_ctx` in /api/show; a chat
-call naming one is held to its window).
+call naming one is held to its window), `downloaded` ({name: window}: LM Studio models not
+loaded yet; a chat call naming one loads it with that context length, as LM Studio's
+just-in-time loading does).
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ class FakeServer:
     param_num_ctx: int | None = None
     trained: int | None = 32768
     others: dict[str, int] = field(default_factory=dict)
+    downloaded: dict[str, int] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     auth: list[str | None] = field(default_factory=list)
@@ -182,8 +185,12 @@ class FakeServer:
 
     # -- canned discovery answers --------------------------------------------------------
     def window_for(self, body: dict[str, Any]) -> int:
-        """The window of the model a chat call names (`others`), else `window`."""
-        return self.others.get(str(body.get("model")), self.window)
+        """The window of the model a chat call names (`others`), else `window`; a
+        `downloaded` model it names is loaded from then on."""
+        name = str(body.get("model"))
+        if name in self.downloaded:
+            self.others[name] = self.downloaded.pop(name)
+        return self.others.get(name, self.window)
 
     def discovery(self, method: str, path: str, body: dict[str, Any]) -> tuple[int, Any] | None:
         names = list(self.installed if self.installed is not None else (self.model,))
@@ -202,6 +209,8 @@ class FakeServer:
             models += [{"type": "llm", "key": name, "max_context_length": 32768,
                         "loaded_instances": [{"id": name, "config": {"context_length": ctx}}]}
                        for name, ctx in loaded.items()]
+            models += [{"type": "llm", "key": name, "max_context_length": 32768,
+                        "loaded_instances": []} for name in self.downloaded]
             return 200, {"models": models}
         if self.kind == "lmstudio" and path == "/api/v0/models" and self.lmstudio_api == "v0":
             return 200, {"data": [{"id": self.model, "type": "llm", "max_context_length": 32768,

@@ -265,6 +265,7 @@ def test_the_subagent_example_is_what_swival_prints(tmp_path: Path) -> None:
         done = run_swival(server, tmp_path, "-p", "what is the error code in big.log?")
     assert done.returncode == 0, done.stderr
     printed = [line.rstrip() for line in done.stderr.splitlines()]
+    assert shown[0] in printed, done.stderr
     start = printed.index(shown[0])
     assert printed[start:start + len(shown)] == shown, done.stderr
 

@@ -115,6 +115,12 @@ def test_between_30_and_50_percent_there_is_a_warning_with_figures_per_server() 
     assert "shortened" not in text and "Held back" not in text
 
 
+def test_a_server_with_one_tool_is_counted_in_the_singular() -> None:
+    plan = _plan(2000, one=_tools("one", 1, 30))
+    text = plan.warning() or ""
+    assert f"one 1 tool {plan.servers[0].full}" in text and "1 tools" not in text
+
+
 def test_over_50_percent_the_most_expensive_is_shortened_first() -> None:
     plan = _plan(6964, small=_tools("small", 3, 2), big=_tools("big", 14, 8))
     modes = {s.name: s.mode for s in plan.servers}

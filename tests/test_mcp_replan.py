@@ -63,7 +63,10 @@ def test_model_to_a_smaller_window_plans_the_schemas_again(
     switched = dispatch("/model small", session.agent)
     assert "Now using small, window 8192" in switched.text
     assert "MCP tool schemas planned again for the 6964-token input budget" in switched.text
-    assert "Held back many" in switched.text and switched.level == "warning"
+    assert "held back many (reached through mcp_list and mcp_call)" in switched.text
+    assert switched.level == "warning"
+    # one concise reply: the figures once, one sentence about re-processing
+    assert "Now 2" not in switched.text and switched.text.count("again on the next") == 1
     reprocessed = session.agent.context.usage().reprocessed
     estimate = session.agent.context.estimate()  # calibrated afresh for the new model
     assert 0.8 * estimate < reprocessed < 1.2 * estimate  # the whole prompt, counted once
@@ -77,6 +80,9 @@ def test_model_to_a_smaller_window_plans_the_schemas_again(
     assert {"mcp_list", "mcp_call", "mcp__basic__add"} <= set(names(at_8k["tools"]))
     assert not any(n.startswith("mcp__many__") for n in names(at_8k["tools"]))
     assert TokenCounter().schemas(at_8k["tools"]) <= 0.5 * 6964
+    restarted = dispatch("/mcp restart many", session.agent)  # back with the same tools
+    assert "Tool schemas take" not in restarted.text  # the warning was given once
+    assert "re-process" not in restarted.text and "if their tools changed" in restarted.footer
     rows = {row[0]: row for row in dispatch("/mcp", session.agent).rows}
     assert rows["many"][5] == "via mcp_call"
 
@@ -105,12 +111,53 @@ def test_read_only_offers_and_budgets_only_the_hinted_tools(
     assert "only the tools the server marks read-only" in results[0].content
     assert "search_collection_05" not in results[0].content
     assert results[1].content == "tool 4: status:open (limit 10)" and not results[1].is_error
-    assert results[2].is_error and "no tool 'search_collection_05' there" in results[2].content
-    assert "readOnlyHint" in results[2].content
+    assert results[2].is_error and results[2].content.startswith(
+        "error: search_collection_05 of mixed is not available in plan mode: the server does "
+        "not mark it read-only (readOnlyHint)")
+    assert "leave plan mode with /plan" in results[2].content
+    assert results[2].meta["summary"] == ("not available in plan mode: the server does not "
+                                          "mark it read-only")
     assert results[3].content == "5"
     plan = session.mcp.plan if session.mcp else None
     assert plan is not None and {s.name: s.tools for s in plan.servers} == {
         "mixed": 30, "basic": 1}  # the budget counts only what is offered
+
+
+def test_a_read_only_subagent_reaches_held_servers_only_through_hinted_tools(
+        tmp_path: Path, sessions: list[Session]) -> None:
+    """The parent's mcp_call reaches unhinted tools, so a read-only child gets mcp_list and
+    mcp_call narrowed to the hinted ones (not mcp_list alone), and is told why the others
+    are refused."""
+    write_global(table("mixed", "mixed", trust="true"))
+    parent = [call("task", description="search", prompt="Search the open items."),
+              reply("Done.")]
+    child = [call("mcp_list", server="mixed"),
+             call("mcp_call", server="mixed", tool="search_collection_04",
+                  arguments={"query": "status:open"}),
+             call("mcp_call", server="mixed", tool="search_collection_05",
+                  arguments={"query": "status:open"}),
+             call("mcp_call", server="mixed", tool="nothing_like_it"),
+             reply("Found tool 4.")]
+    queues = {True: parent, False: child}
+    provider = ScriptedProvider([lambda request: queues["task" in names(
+        request.tools)].pop(0)] * 7, window=8192)
+    session = build_session(load_settings({}, cwd=tmp_path), provider, interactive=False)
+    sessions.append(session)
+    steps: list[Any] = []
+    session.agent.tool_ctx.on_event = steps.append
+    turn(session, "search")
+    assert not session.agent.tools.is_read_only("mcp_call")  # the parent's reaches them all
+    child_tools = names(provider.requests[1].tools)
+    assert {"mcp_list", "mcp_call"} <= set(child_tools)
+    results = [s.result for s in steps if s.result is not None]
+    assert "only the tools the server marks read-only" in results[0].content
+    assert "To a read-only subagent" in results[0].content
+    assert "search_collection_05" not in results[0].content
+    assert results[1].content == "tool 4: status:open (limit 10)" and not results[1].is_error
+    assert results[2].is_error and results[2].content.startswith(
+        "error: search_collection_05 of mixed is not available to a read-only subagent")
+    assert "Say in your answer which call is needed" in results[2].content
+    assert results[3].is_error and "no tool 'nothing_like_it' there" in results[3].content
 
 
 def test_plan_toggles_replan_mcp_call_once_counted(
@@ -128,6 +175,7 @@ def test_plan_toggles_replan_mcp_call_once_counted(
     assert "MCP tool schemas planned again for the 6964-token input budget in plan mode" \
         in on.text
     assert session.agent.tools.is_read_only("mcp_call") and "mcp_call" in on.text
+    assert on.text.count("again on the next request") == 1 and "Tool schemas take" not in on.text
     context = session.agent.context
     assert context.usage().reprocessed == context.estimate()  # two changes, one count
     provider.add(call("mcp_call", server="mixed", tool="search_collection_03",

@@ -115,6 +115,8 @@ def test_calls_render_compactly_over_both_transports(transport: str, shared: Hub
     access = Access(hub, Approvals(), yolo=True)
     assert run(access, tmp_path, "add", a=2, b=3).content == "5"
     assert run(access, tmp_path, "echo", text="hi there").content == "hi there"
+    said = run(access, tmp_path, "echo", text="the owner of every note here is named ada")
+    assert said.meta["summary"] == "the owner of every note here is named…"  # not "nam"
     assert run(access, tmp_path, "table").content == \
         '{"rows":[{"id":1,"name":"ada"},{"id":2,"name":"bob"}]}'
     assert run(access, tmp_path, "image").content.startswith("[image: image/png, 2.0 KB;")

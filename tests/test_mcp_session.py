@@ -149,6 +149,17 @@ def test_a_server_slow_to_start_is_left_out_after_its_timeout(
     assert not [e for e in turn(session, "again") if isinstance(e, Notice)]  # told once
 
 
+def test_a_server_that_crashes_at_start_is_told_in_whole_sentences(
+        tmp_path: Path, sessions: list[Session]) -> None:
+    write_global(table("broken", "crash"))
+    provider = ScriptedProvider([reply("Done without it.")])
+    session = open_session(tmp_path, provider, sessions)
+    notices = [e.text for e in turn(session, "hello") if isinstance(e, Notice)]
+    told = next(n for n in notices if n.startswith("MCP server broken did not start"))
+    assert "Its last error output: fatal: cannot open the database. Continuing without its " \
+           "tools; /mcp restart broken tries again." in told
+
+
 def test_mcp_restart_with_the_same_tools_reprocesses_nothing(
         tmp_path: Path, sessions: list[Session]) -> None:
     write_global(table("basic", "basic", trust="true"))

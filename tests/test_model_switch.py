@@ -11,6 +11,7 @@ import pytest
 
 from swival.commands import dispatch
 from swival.config import Settings
+from swival.events import Notice
 from swival.providers.discovery import ModelChoice
 from swival.providers.factory import Connector, connect
 from swival.session import Session, build_session
@@ -177,3 +178,37 @@ def test_on_ollama_a_configured_window_stays_the_num_ctx_after_a_switch(
         list(session.agent.run_turn("first"))
     assert "window 12000 tokens (--max-context-tokens/config)" in reply.text
     assert srv.num_ctx_seen == [12000]
+
+
+def test_a_model_lm_studio_loads_on_its_first_request_gets_its_window_then(
+        tmp_path: Path) -> None:
+    with FakeServer(kind="lmstudio", model="big", window=16384,
+                    downloaded={"fresh": 6144}) as srv:
+        session = session_on(srv, tmp_path)
+        srv.script(Reply(text="On big."), Reply(text="On fresh."), Reply(text="Again."))
+        list(session.agent.run_turn("hello"))
+        reply = dispatch("/model fresh", session.agent)
+        assert reply.text.startswith("Now using fresh, window unknown (budgeting on 8192")
+        assert ("Its window is read again once the first request reaches it (LM Studio "
+                "loads a model then); until then the budget assumes 8192 tokens.") in reply.text
+        events = list(session.agent.run_turn("go on"))  # LM Studio loads it now
+        told = [e.text for e in events if isinstance(e, Notice)]
+        assert told == ["fresh is loaded: window 6144 tokens (LM Studio loaded context length "
+                        "(/api/v1/models)); the budget follows it now."]
+        assert session.agent.context.budget.window == 6144
+        assert session.provider.info.window.tokens == 6144  # the toolbar and --json
+        later = list(session.agent.run_turn("and again"))
+        assert not [e for e in later if isinstance(e, Notice)]  # read once
+
+
+def test_a_window_that_stays_unknown_is_named_with_how_to_set_it(tmp_path: Path) -> None:
+    with FakeServer(kind="generic", model="big", others={"other": 4096}) as srv:
+        session = session_on(srv, tmp_path)
+        srv.script(Reply(text="On big."), Reply(text="On other."))
+        reply = dispatch("/model other", session.agent)
+        assert "the budget assumes 8192 tokens" in reply.text
+        events = list(session.agent.run_turn("go on"))
+        told = [e.text for e in events if isinstance(e, Notice)]
+        assert told == ["other's window is still unknown after its first request: budgeting "
+                        "on 8192 tokens. If it runs with another, set max_context_tokens "
+                        "(--max-context-tokens) to it."]

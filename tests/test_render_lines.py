@@ -26,7 +26,7 @@ from swival.render import ProgressPrinter, Status, TurnView, make_console, outco
 from swival.render.live import LiveRegion, rewrapped_rows
 from swival.render.replay import replay_lines
 from swival.render.view import COMMAND_SPINNER_AFTER
-from swival.words import plural
+from swival.words import clip, plural
 
 CUT = {"kept_chars": 3000, "total_chars": 9000, "kept_lines": 90, "total_lines": 290}
 SPILL = ".swival/out/s1/read-1.txt"
@@ -193,6 +193,43 @@ def test_a_subagents_call_leaves_out_its_approval_time_too() -> None:
     assert "    • run_command make — exit 0 · 0.3s" in buf.getvalue()
 
 
+def test_a_subagent_is_announced_its_call_shown_live_and_its_approvals_named() -> None:
+    tv, buf, clock = view()
+    task = ToolCall("t1", "task", {"description": "check the logs"})
+    tv.handle(ToolStarted(task))
+    assert tv.asking == ""
+    tv.handle(SubagentStep(1, "check the logs", prompt="Read app.log and report the error."))
+    assert "  ↳ subagent 1: check the logs — asked: Read app.log and report the error." in \
+        buf.getvalue()
+    child = ToolCall("c1", "read_file", {"file_path": "app.log"})
+    tv.handle(SubagentStep(1, "check the logs", child))
+    live = [line.plain for line in tv._body(100)]  # the spinners: the task, under it the call
+    assert any("task check the logs" in line for line in live)
+    assert any(line.startswith("    ") and "read_file app.log · 0s" in line for line in live)
+    assert tv.asking == "subagent 1"  # an approval asked now is the subagent's
+    clock.now += 1.5
+    tv.handle(SubagentStep(1, "check the logs", child, ToolResult("interrupted", True, {
+        "summary": "interrupted after 1.5s"}), 1.5))
+    tv.interrupted()
+    out = buf.getvalue()
+    assert "    ✗ read_file app.log — interrupted after 1.5s" in out
+    assert out.index("    ✗ read_file") < out.index("✗ task check the logs — interrupted")
+    assert out.count("↳ subagent 1") == 1 and tv.asking == ""
+
+
+def test_one_shot_progress_names_the_subagent_that_asks() -> None:
+    out = io.StringIO()
+    printer = ProgressPrinter(make_console(out, width=100, color=False))
+    printer.handle(ToolStarted(ToolCall("t1", "task", {"description": "x"})))
+    assert printer.asking == ""
+    printer.handle(SubagentStep(2, "x", prompt="Look."))
+    printer.handle(SubagentStep(2, "x", ToolCall("c1", "grep", {"pattern": "a"})))
+    assert printer.asking == "subagent 2" and out.getvalue().count("\n") == 1
+    printer.handle(ToolFinished(ToolCall("t1", "task", {"description": "x"}),
+                                ToolResult("done"), 1.0))
+    assert printer.asking == ""
+
+
 def test_an_interrupted_call_keeps_its_line() -> None:
     tv, buf, clock = view()
     tv.handle(ToolStarted(ToolCall("c1", "run_command", {"command": "sleep 100"})))
@@ -243,6 +280,14 @@ def test_counts_agree_with_their_nouns() -> None:
     tv.start_turn()
     tv.handle(TurnFinished("Done.", "done", 1, 1, Usage(10, 2)))
     assert "1 model call · 1 tool call · 10 in / 2 out" in buf.getvalue()
+
+
+def test_text_for_people_is_cut_between_words() -> None:
+    assert clip("find the  line\nthat names the owner", 20) == "find the line that…"
+    assert clip("short", 20) == "short"
+    assert clip("unbreakablewordthatgoeson", 10) == "unbreakab…"  # one word: cut
+    assert clip("one, two three", 9) == "one, two…"
+    assert clip("one, two three", 6) == "one…"  # no dangling comma
 
 
 def test_pipes_get_whole_lines_however_long() -> None:

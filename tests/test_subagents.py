@@ -85,8 +85,17 @@ def test_a_child_has_read_only_tools_no_task_and_only_its_answer_returns(
     assert note.startswith("Read notes.txt and report") and "You are a subagent" in note
     assert "at most 4000 characters" in note
     results = [s.result for s in steps if isinstance(s, SubagentStep) and s.result]
-    assert "no tool named `write_file`" in results[1].content and results[1].is_error
-    assert "no tool named `task`" in results[2].content and results[2].is_error
+    refused = results[1]
+    assert refused.is_error and refused.content.startswith(
+        "error: write_file is not available to you: you are a read-only subagent")
+    assert "say in your answer what should change" in refused.content
+    assert refused.meta["summary"] == "refused: a read-only subagent has no write_file"
+    assert "cannot start another" in results[2].content and results[2].is_error
+    first, started = steps[0], steps[1]
+    assert isinstance(first, SubagentStep) and first.description == "survey the notes"
+    assert first.prompt == "Read notes.txt and report the line that names the owner."
+    assert isinstance(started, SubagentStep) and started.result is None
+    assert started.call is not None and started.call.name == "read_file"
     assert not (tmp_path / "planted.txt").exists()
     result = task_result(events)
     assert not result.is_error and result.content.endswith("\nnotes.txt:1: owner: ada")
@@ -100,6 +109,29 @@ def test_a_child_has_read_only_tools_no_task_and_only_its_answer_returns(
     assert ("Subagents: 1 task, 700 prompt + 9 output tokens in their own contexts (not in "
             "the figures above).") in dispatch(
         "/context", session.agent).footer
+
+
+def test_labels_are_cut_at_a_word_counts_agree_and_an_empty_prompt_is_said_briefly(
+        tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("owner: ada\n")
+    long = ("survey every note in the project and report the owner of each one that names "
+            "an owner")
+    session, provider, steps = session_for(tmp_path, [
+        call("task", description="empty", prompt="  "),
+        call("task", description=long, prompt="Read notes.txt and say who owns it."),
+        call("read_file", file_path="notes.txt"),
+        reply("ada"),
+        reply("Ada."),
+    ])
+    events = turn(session)
+    empty, answered = [e.result for e in events if isinstance(e, ToolFinished)]
+    assert empty.is_error and empty.meta["summary"] == (
+        "not started: the model gave no instructions")
+    label = "survey every note in the project and report the owner of…"
+    assert steps[0].description == label and len(label) <= 60  # not "...of each o"
+    assert answered.content.startswith(f'[answer of the subagent for "{label}", after '
+                                       "2 model calls and 1 tool call;")
+    assert answered.meta["summary"] == "answered after 1 tool call"
 
 
 def test_subagent_tools_widen_only_within_the_parents_policy(tmp_path: Path) -> None:

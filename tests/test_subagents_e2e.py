@@ -115,6 +115,7 @@ def test_ctrl_c_during_a_child_keeps_the_conversation_valid(fake_server: Any,
             time.sleep(0.05)  # the child's second request: the one that hangs
         assert router.seen == ["parent", "child", "child"]
         child.send("\x03")
+        child.expect_exact("    interrupted while waiting for the model")  # the child's step
         child.expect_exact("Interrupted.")
         child.expect_exact(PROMPT)
         child.send("are you there?\r")
@@ -134,6 +135,46 @@ def test_ctrl_c_during_a_child_keeps_the_conversation_valid(fake_server: Any,
     kept = [r["message"] for r in records if r["type"] == "message"]
     assert_valid_chat(kept)  # the child's conversation was closed too
     assert kept[-1]["role"] == "tool" and "owner: ada" in kept[-1]["content"]
+
+
+@pytest.mark.skipif(SWIVAL is None, reason="install first: pip install -e . --no-deps")
+def test_the_person_sees_what_a_child_was_asked_and_that_it_asks(fake_server: Any,
+                                                                  tmp_path: Path) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    (tmp_path / ".git").mkdir()
+    router = Router(
+        parent=[tool("task", description="make the marker",
+                     prompt="Create the file made by running touch made in the project "
+                            "root, then check that it exists and report that it does, with "
+                            "nothing else said."),
+                text("The marker is there.")],
+        child=[tool("run_command", command="touch made"), text("made exists.")])
+    server: FakeServer = fake_server(kind="llamacpp", window=8192)
+    server.script(*router.items())
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config"),
+           "NO_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "200", "LINES": "40"}
+    child = pexpect.spawn(SWIVAL, ["--provider", "llamacpp", "--base-url", server.url,
+                                   "--commands", "ask", "--subagent-tools", "run_command"],
+                          cwd=str(tmp_path), env=env, encoding="utf-8", dimensions=(40, 200),
+                          timeout=30)
+    try:
+        child.expect_exact(PROMPT)
+        child.send("make the marker\r")
+        # what it was asked, cut at a word with an ellipsis
+        child.expect_exact("↳ subagent 1: make the marker — asked: Create the file made by "
+                           "running touch made in the project root, then check that it "
+                           "exists and report that it does, with…")
+        child.expect_exact("Subagent 1 asks: run `touch made`?")
+        child.expect_exact("[n]o:")
+        child.send("y\r")
+        child.expect(r"• run_command \S*touch made\S* — exit 0")  # styled: dim, bold
+        child.expect_exact("The marker is there.")
+        child.expect_exact(PROMPT)
+        child.send("/exit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert (tmp_path / "made").exists()
 
 
 def test_sigterm_during_a_child_stops_both_and_keeps_them_valid(fake_server: Any,

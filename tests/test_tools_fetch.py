@@ -111,6 +111,7 @@ def test_binary_is_refused_with_its_content_type(tmp_path: Path, web: WebServer,
     result = fetch(local(tmp_path, web), web.url(page))
     assert result.is_error
     assert f"is not text ({what}); fetch_url returns text only" in result.content
+    assert result.meta["summary"] == f"not text ({what}, 2 KB)"  # not "HTTP 200, 0 bytes"
 
 
 @pytest.mark.parametrize("code", [404, 500])

@@ -22,6 +22,8 @@ from swival.tools.undo import UndoRefused
 from swival.words import agree, plural
 
 MCP_USAGE = "/mcp [restart [NAME...] | refresh]"
+REPROCESSED = ("The tool list changed, so the server processes the whole prompt again on the "
+               "next request (tool schemas come first).")
 UNDO_SCOPE = ("/undo covers edits by write_file and edit_file only; files changed by commands "
               "are not tracked.")
 
@@ -100,7 +102,12 @@ def cmd_model(agent: Agent, args: Sequence[str]) -> CommandReply:
         lines.append("The server processes the whole conversation again on the next request "
                      "(what it cached was for the previous model).")
     elif new.window.budget_tokens != before:
-        lines.append(f"The window changed from {before} tokens.")
+        lines.append(f"The window changed from {before} tokens."
+                     + (f" {REPROCESSED}" if retooled and agent.context.history else ""))
+    if not new.window.known:
+        lines.append(f"Its window is read again once the first request reaches it (LM Studio "
+                     f"loads a model then); until then the budget assumes "
+                     f"{new.window.budget_tokens} tokens.")
     if new.provider == "ollama":
         lines.append(f"Ollama gets num_ctx {new.window.budget_tokens} with every request "
                      "from now on.")
@@ -155,11 +162,10 @@ def cmd_plan(agent: Agent, args: Sequence[str]) -> CommandReply:
     else:
         text = ("Plan mode off: the model can edit files and run commands again (as the "
                 "approval settings allow).")
+    if agent.context.history:  # before the first request nothing is cached yet
+        text += " " + REPROCESSED
     if notes:
         text += "\n" + "\n".join(notes)
-    elif agent.context.history:  # before the first request nothing is cached yet
-        text += (" The tool list changed, so the server processes the whole prompt again on "
-                 "the next request (tool schemas come first).")
     return CommandReply(text)
 
 
@@ -219,8 +225,8 @@ def cmd_sessions(agent: Agent, args: Sequence[str]) -> CommandReply:
 
 def cmd_mcp(agent: Agent, args: Sequence[str]) -> CommandReply:
     """The MCP servers: state, tools and schema tokens. `restart [NAME...]` stops and
-    starts servers again, `refresh` lists their tools again; both change the tool list,
-    which makes the server re-process the whole prompt."""
+    starts servers again, `refresh` lists their tools again; only when that changes the
+    tool list does the server re-process the prompt (the reply then says so)."""
     from swival.mcp.manager import McpTools  # not on the start-up path
 
     mcp = agent.config.tool_source
@@ -236,8 +242,8 @@ def cmd_mcp(agent: Agent, args: Sequence[str]) -> CommandReply:
     elif args:
         return error(f"Unexpected argument {args[0]!r}. Usage: {MCP_USAGE}")
     footer = (f"{mcp.summary()}\n/mcp restart [NAME] starts servers again, /mcp refresh "
-              "lists their tools again; either way the tool list changes and the server "
-              "re-processes the whole prompt.")
+              "lists their tools again; if their tools changed, the server re-processes the "
+              "prompt on the next request.")
     return CommandReply("\n".join(notes) or "MCP servers:",
                         level="warning" if notes else "info",
                         headers=("server", "transport", "state", "tools", "schema tokens",

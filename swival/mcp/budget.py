@@ -30,6 +30,7 @@ from swival.mcp.schema import (
     parameters_of,
     shorten,
 )
+from swival.words import plural
 
 WARN_SHARE = 0.30
 LIMIT_SHARE = 0.50
@@ -108,7 +109,7 @@ class Plan:
         """The one start-up warning, with the figures per server; None under 30 %."""
         if self.whole <= WARN_SHARE * self.budget:
             return None
-        figures = ", ".join(f"{s.name} {s.tools} tools {s.full}" for s in self.servers)
+        figures = ", ".join(f"{s.name} {plural(s.tools, 'tool')} {s.full}" for s in self.servers)
         text = (f"Tool schemas take {self.whole} tokens, {_pct(self.whole, self.budget)} of "
                 f"the {self.budget}-token input budget (built-in tools {self.base}; MCP: "
                 f"{figures}).")

@@ -6,7 +6,9 @@ waited for, each up to its startup timeout, then left out) and changes afterward
 when the user asks (/mcp restart, /mcp refresh) or changes what it was planned for: the
 window (/model) or plan mode (/plan, where only the tools a server marks read-only are
 offered and budgeted). Tool schemas come first in the prompt, so such a change makes the
-server re-process the whole prompt; the notice says so and the engine counts it.
+server re-process the whole prompt; the engine counts it, and the notice (or the command
+that caused it) says so once. The budget warning is given once, when the list is first
+fixed; afterwards /mcp's table and summary carry the figures.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from swival.context.engine import ContextEngine
 from swival.events import Event, Notice
 from swival.mcp.budget import Entry, Plan, entries_for, make_plan
 from swival.mcp.hub import Hub
-from swival.mcp.tools import Access, McpCall, McpList, McpTool, gateway_schemas
+from swival.mcp.tools import Access, Held, McpCall, McpList, McpTool, gateway_schemas
 from swival.tools.base import Tool
 from swival.tools.registry import ToolRegistry
 from swival.words import percent
@@ -64,14 +66,16 @@ class McpTools:
 
     # ----- installing ----------------------------------------------------------------------
 
-    def install(self, input_budget: int | None = None, *, changes_only: bool = False
-                ) -> list[str]:
+    def install(self, input_budget: int | None = None, *, changes_only: bool = False,
+                reprocessing: bool = True) -> list[str]:
         """Plan the schemas of the servers that are up against `input_budget` (default:
         the engine's), over the tools the registry offers in its mode (in plan mode only
         those the server marks read-only), put their tools in the registry and tell the
         engine. With `changes_only`, a plan that sends the same schemas as before changes
-        nothing and says nothing. Returns what the user should be told."""
-        before = self.registry.schemas()
+        nothing and says nothing. Returns what the user should be told: the budget
+        warning only the first time, the re-processing only with `reprocessing` (else the
+        caller says it)."""
+        before, first = self.registry.schemas(), self.plan is None
         plan, tools = self._plan(input_budget or self.context.budget.input_budget)
         self.registry.swap(self._installed, tools)
         self._installed = [tool.spec.name for tool in tools]
@@ -80,10 +84,10 @@ class McpTools:
         if changes_only and self.registry.schemas() == before:
             return notes
         reprocessed = self.context.set_tool_schemas(self.registry.schemas())
-        warning = plan.warning()
+        warning = plan.warning() if first else None  # later: /mcp shows the figures
         if warning:
             notes.append(warning)
-        if reprocessed:
+        if reprocessed and reprocessing:
             notes.append(f"The tool list changed. Tool schemas come first in the prompt, so "
                          f"the server re-processes the whole prompt (about {reprocessed} "
                          "tokens) on the next request.")
@@ -97,12 +101,16 @@ class McpTools:
         if self.plan is None:
             return []
         before = self.registry.schemas()
-        notes = self.install(input_budget, changes_only=True)
+        notes = self.install(input_budget, changes_only=True, reprocessing=False)
         if self.registry.schemas() == before:
             return notes  # only a server's failure to report, if any
-        return [f"MCP tool schemas planned again for the {self.plan.budget}-token input "
+        plan = self.plan
+        held = (f"; held back {', '.join(plan.held)} (reached through mcp_list and "
+                "mcp_call)" if plan.held else "")
+        return [f"MCP tool schemas planned again for the {plan.budget}-token input "
                 f"budget{' in plan mode' if self.registry.read_only else ''}: "
-                f"{self.plan.total} tokens sent.", *notes]
+                f"{plan.total} tokens ({100 * plan.total / max(plan.budget, 1):.0f}%){held}.",
+                *notes]
 
     def _plan(self, budget: int) -> tuple[Plan, list[Tool]]:
         """The plan, and the tools it sends, for the servers that are up."""
@@ -129,8 +137,12 @@ class McpTools:
                 tools += [McpTool(e, e.short if mode == "short" else e.full, self.access)
                           for e in entries]
         if held:
-            plan_mode = self.registry.read_only
-            tools += [McpList(held, plan_mode), McpCall(held, self.access, plan_mode)]
+            gateway = Held(held)
+            if self.registry.read_only:  # plan mode: the others were not offered
+                gateway = Held(held, "plan", {name: [
+                    t.name for t in self.hub.connections[name].tools if not t.read_only]
+                    for name in held})
+            tools += [McpList(gateway), McpCall(gateway, self.access)]
         return tools
 
     def _failures(self) -> list[str]:
@@ -141,7 +153,9 @@ class McpTools:
                 continue
             self._told[name] = conn.error
             tail = conn.stderr.text() if conn.stderr is not None else ""
-            more = f" Its last error output: {tail.splitlines()[-1]}" if tail else ""
+            last = tail.splitlines()[-1].rstrip() if tail else ""
+            more = f" Its last error output: {last}" if last else ""
+            more += "" if not last or last.endswith((".", "!", "?")) else "."
             notes.append(self._redact(
                 f"MCP server {name} {'did not start' if conn.state == 'failed' else 'is down'}"
                 f": {conn.error}.{more} Continuing without its tools; /mcp restart {name} "
@@ -167,13 +181,13 @@ class McpTools:
         self.hub.restart(chosen)
         self.hub.settle()
         self._settled = True
-        return self.install()
+        return self.install(changes_only=True)
 
     def refresh(self) -> list[str]:
         """List the tools of the servers that are up again, and reinstall."""
         self.hub.relist([n for n, c in self.hub.connections.items() if c.state == "ready"])
         self._settled = True
-        return self.install()
+        return self.install(changes_only=True)
 
     def rows(self) -> list[tuple[str, ...]]:
         """/mcp's table: server, where it runs, state, tools, schema tokens, how sent."""

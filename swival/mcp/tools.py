@@ -26,7 +26,7 @@ from swival.tools.approval import Approvals, Refusal, person_words
 from swival.tools.base import ToolContext, ToolSpec
 from swival.tools.registry import check_arguments
 from swival.tools.spilled import head_or_spill
-from swival.words import plural
+from swival.words import clip, plural
 
 INLINE_CHARS = 20_000
 ARGUMENTS_SHOWN = 300  # characters of the arguments shown when asking
@@ -77,7 +77,7 @@ class Access:
                               is_error=True, meta=meta)
         shown, saved = head_or_spill(text, INLINE_CHARS, ctx, f"mcp-{server}", "result")
         lines = shown.count("\n") + 1
-        summary = (shown.splitlines() or [""])[0][:40] if lines == 1 else plural(lines, "line")
+        summary = clip(shown, 40) if lines == 1 else plural(lines, "line")
         if saved:  # the head and the note after it: how much of the whole that is
             head = shown[:shown.rindex("\n[")]
             summary = f"first {len(head)} of {plural(len(text), 'character')}"
@@ -161,34 +161,91 @@ def gateway_schemas(servers: Sequence[str]) -> list[dict[str, Any]]:
     return [list_spec(servers).schema(), call_spec(servers).schema()]
 
 
-PLAN_MODE_NOTE = ("In plan mode only the tools the server marks read-only "
-                  "(readOnlyHint) are offered.")
+# Where only the tools a server marks read-only are offered: (where, what to do instead).
+LIMITS = {
+    "plan": ("in plan mode", "Describe the call you would make instead; the user can leave "
+             "plan mode with /plan."),
+    "subagent": ("to a read-only subagent", "Say in your answer which call is needed and why; "
+                 "the agent that started you can make it."),
+}
+
+
+@dataclass(frozen=True)
+class Held:
+    """The held-back servers' tools that mcp_list and mcp_call offer, per server, and,
+    where only read-only-hinted tools are offered (`limit`: a key of LIMITS), the names
+    of those left out."""
+
+    entries: Mapping[str, Sequence[Entry]]
+    limit: str = ""
+    hidden: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def note(self) -> str:
+        if not self.limit:
+            return ""
+        where = LIMITS[self.limit][0]
+        return (f" {where[0].upper()}{where[1:]} only the tools the server marks read-only "
+                "(readOnlyHint) are offered.")
+
+    def read_only(self, limit: str) -> Held | None:
+        """Only the read-only-hinted tools, for `limit`; None when there are none."""
+        entries = {name: kept for name, es in self.entries.items()
+                   if (kept := [e for e in es if e.tool.read_only])}
+        hidden = {name: [*self.hidden.get(name, ()),
+                         *(e.tool.name for e in self.entries[name] if not e.tool.read_only)]
+                  for name in entries}
+        return Held(entries, limit, hidden) if entries else None
+
+    def find(self, server: str, name: str) -> Entry | ToolResult:
+        """The entry for tool `name` of `server`, or the error to give: a tool left out
+        for its missing read-only hint, or one that is not there."""
+        entries = self.entries[server]
+        for entry in entries:
+            if entry.tool.name == name:
+                return entry
+        if name in self.hidden.get(server, ()):
+            where, instead = LIMITS[self.limit]
+            return ToolResult(
+                f"error: {name} of {server} is not available {where}: the server does not "
+                f"mark it read-only (readOnlyHint), so it may change something. {instead}",
+                is_error=True, meta={"refused": True, "summary": (
+                    f"not available {where}: the server does not mark it read-only")})
+        names = ", ".join(e.tool.name for e in entries[:40])
+        more = f" and {len(entries) - 40} more" if len(entries) > 40 else ""
+        return ToolResult(f"error: no tool {name!r} there. Its tools: {names}{more}."
+                          f"{self.note()}", is_error=True,
+                          meta={"summary": f"{server} has no tool {name}"})
 
 
 class McpList:
     """`mcp_list(server, tool?)`: the tools of a held-back server, or one tool's schema.
-    In plan mode it is given only the tools the servers mark read-only, and says so."""
+    Where only read-only-hinted tools are offered (plan mode, a read-only subagent) it is
+    given only those, and says so."""
 
     read_only = True
 
-    def __init__(self, held: Mapping[str, Sequence[Entry]], plan_mode: bool = False) -> None:
-        self._held, self._plan_mode = held, plan_mode
-        self.spec = list_spec(list(held))
+    def __init__(self, held: Held) -> None:
+        self._held = held
+        self.spec = list_spec(list(held.entries))
+
+    def read_only_part(self) -> McpList | None:
+        """This tool for a read-only subagent (see Held.read_only)."""
+        held = self._held.read_only("subagent")
+        return McpList(held) if held is not None else None
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        entries = self._held[args["server"]]
+        entries = self._held.entries[args["server"]]
         name = args.get("tool")
         if not name:
             lines = [f"{e.tool.name}: {first_sentence(e.tool.description, TOOL_SUMMARY)}"
                      for e in entries]
-            note = f" {PLAN_MODE_NOTE}" if self._plan_mode else ""
             return ToolResult(f"{plural(len(entries), 'tool')} of {args['server']} (call one "
                               "with mcp_call; ask for one tool's arguments with mcp_list "
-                              f"tool=NAME):{note}\n" + "\n".join(lines),
+                              f"tool=NAME):{self._held.note()}\n" + "\n".join(lines),
                               meta={"summary": plural(len(lines), "tool")})
-        entry = find(entries, name, self._plan_mode)
-        if isinstance(entry, str):
-            return ToolResult(entry, is_error=True)
+        entry = self._held.find(args["server"], name)
+        if isinstance(entry, ToolResult):
+            return entry
         schema = entry.tool.input_schema
         return ToolResult(f"{entry.tool.name}: {entry.tool.description}\narguments: "
                           f"{json.dumps(schema, ensure_ascii=False)}",
@@ -197,19 +254,23 @@ class McpList:
 
 class McpCall:
     """`mcp_call(server, tool, arguments)`: call a tool of a held-back server. It counts
-    as read-only when every tool it reaches is marked so; in plan mode it is given only
-    those, so there it runs nothing else."""
+    as read-only when every tool it reaches is marked so; in plan mode, and for a
+    read-only subagent, it is given only those, so there it runs nothing else."""
 
-    def __init__(self, held: Mapping[str, Sequence[Entry]], access: Access,
-                 plan_mode: bool = False) -> None:
-        self._held, self._access, self._plan_mode = held, access, plan_mode
-        self.read_only = all(e.tool.read_only for es in held.values() for e in es)
-        self.spec = call_spec(list(held))
+    def __init__(self, held: Held, access: Access) -> None:
+        self._held, self._access = held, access
+        self.read_only = all(e.tool.read_only for es in held.entries.values() for e in es)
+        self.spec = call_spec(list(held.entries))
+
+    def read_only_part(self) -> McpCall | None:
+        """This tool for a read-only subagent (see Held.read_only)."""
+        held = self._held.read_only("subagent")
+        return McpCall(held, self._access) if held is not None else None
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        entry = find(self._held[args["server"]], args["tool"], self._plan_mode)
-        if isinstance(entry, str):
-            return ToolResult(entry, is_error=True)
+        entry = self._held.find(args["server"], args["tool"])
+        if isinstance(entry, ToolResult):
+            return entry
         arguments = dict(args.get("arguments") or {})
         problem = check_arguments(parameters_of(entry.tool.input_schema), arguments)
         if problem:
@@ -217,14 +278,3 @@ class McpCall:
                               f"mcp_list server={args['server']} tool={entry.tool.name}.",
                               is_error=True)
         return self._access.call(entry.tool.server, entry.tool.name, arguments, ctx)
-
-
-def find(entries: Sequence[Entry], name: str, plan_mode: bool = False) -> Entry | str:
-    """The entry for tool `name`, or an error naming the tools there are (and, in plan
-    mode, why the others are not)."""
-    for entry in entries:
-        if entry.tool.name == name:
-            return entry
-    names = ", ".join(e.tool.name for e in entries[:40])
-    note = f" {PLAN_MODE_NOTE}" if plan_mode else ""
-    return f"error: no tool {name!r} there. Its tools: {names}.{note}"

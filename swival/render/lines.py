@@ -208,12 +208,14 @@ def _cut_words(text: str, space: int) -> str:
 def subagent_lines(event: SubagentStep, task: int, width: int | None,
                    seconds: float | None = None) -> list[Text]:
     """A subagent's step, indented under the parent's task call; led by a line naming
-    the task when it is that task's first step (`task`: the one shown last). `width`
+    the task (and what it was asked, on its first step) when it is not the one shown last
+    (`task`). A call just started shows nothing here (the live view shows it). `width`
     None: lines are not cut (pipes); `seconds` overrides the step's own time."""
     lines = []
-    if event.task != task:
-        lines.append(Text(f"  ↳ subagent {event.task}: {screen_text(event.description)}",
-                          style="dim"))
+    if event.task != task or event.prompt:
+        asked = f" — asked: {screen_text(event.prompt)}" if event.prompt else ""
+        lines.append(Text(f"  ↳ subagent {event.task}: {screen_text(event.description)}"
+                          + asked, style="dim"))
     if event.call is not None and event.result is not None:
         took = event.seconds if seconds is None else seconds
         line = tool_line(event.call, event.result, took, max(20, (width or 10_000) - 4))

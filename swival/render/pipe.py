@@ -17,6 +17,7 @@ from swival.events import (
     ReplyRestarted,
     SubagentStep,
     ToolFinished,
+    ToolStarted,
     TurnFinished,
 )
 from swival.render.lines import (
@@ -52,11 +53,16 @@ class ProgressPrinter:
         self.console = console
         self.quiet = quiet
         self._task = 0  # the task whose subagent steps were shown last
+        self.asking = ""  # "subagent N" while a subagent runs: who an approval is for
 
     def _say(self, text: str, style: str) -> None:
         self.console.print(Text(text, style=style))
 
     def handle(self, event: Event) -> None:
+        if isinstance(event, SubagentStep):
+            self.asking = f"subagent {event.task}"
+        elif isinstance(event, ToolStarted | ToolFinished):
+            self.asking = ""
         if isinstance(event, Notice) and event.level == "error":
             self._say(screen_text(event.text), "red")
         if self.quiet:

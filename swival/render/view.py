@@ -106,6 +106,8 @@ class TurnView:
         self._task = 0  # the task whose subagent steps were shown last
         self._child_paused = 0.0  # approval time since the last subagent step
         self._cancelled_asking = False  # Ctrl-C came while an approval question waited
+        self._child: Wait | None = None  # the tool call a subagent runs now
+        self._asking = ""  # who asks for approval while a subagent runs ("subagent 1")
 
     # -- events -------------------------------------------------------------------------
 
@@ -123,9 +125,10 @@ class TurnView:
             self._flush_text()
             label = f"{screen_text(event.call.name)} {key_argument(event.call, None)}".rstrip()
             self._tool, self._paused = (event.call, Wait(label, self.clock())), 0.0
-            self._child_paused = 0.0
+            self._child_paused, self._child, self._asking = 0.0, None, ""
             self._region.start()
         elif isinstance(event, ToolFinished):
+            self._child, self._asking = None, ""
             self._tool_finished(event)
             self._waiting(NEXT_REQUEST)  # a recap may be written before the next call
         elif isinstance(event, Compacted):
@@ -141,12 +144,25 @@ class TurnView:
 
     def subagent(self, event: SubagentStep) -> None:
         """A subagent's step while the parent's task call runs, indented under it; a call
-        the person approved leaves out the time the question waited."""
+        the person approved leaves out the time the question waited. A call it starts is
+        shown live under the task's spinner until it is over."""
+        self._asking = f"subagent {event.task}"
+        if event.call is not None and event.result is None:
+            label = f"{screen_text(event.call.name)} {key_argument(event.call, None)}"
+            self._child, self._child_paused = Wait(label, self.clock()), 0.0
+            return
+        self._child = None
         seconds = max(0.0, event.seconds - self._child_paused)
         self._child_paused = 0.0
         for line in subagent_lines(event, self._task, self.console.width, seconds):
             self._print(line)
         self._task = event.task
+
+    @property
+    def asking(self) -> str:
+        """Who asks when an approval question comes now: "subagent N" while a subagent
+        runs, else "" (the agent itself)."""
+        return self._asking
 
     def start_turn(self) -> None:
         self._turn_started = self.clock()
@@ -179,6 +195,7 @@ class TurnView:
 
     def close(self) -> None:
         self._wait, self._tool, self._cancelled_asking = None, None, False
+        self._child, self._asking = None, ""
         self._region.stop()
 
     @contextmanager
@@ -199,8 +216,9 @@ class TurnView:
             waited = self.clock() - started
             self._paused += waited
             self._child_paused += waited
-            if self._tool is not None:
-                self._tool[1].since += waited
+            for wait in (self._tool[1] if self._tool else None, self._child):
+                if wait is not None:
+                    wait.since += waited
             if was_live:
                 self._region.start()
 
@@ -276,6 +294,8 @@ class TurnView:
         now = self.clock()
         if self._tool is not None:
             lines.append(self._tool[1].line(now, decimals=0))
+            if self._child is not None:
+                lines.append(Text("    ").append_text(self._child.line(now, decimals=0)))
         elif self._wait is not None and self._wait.due(now):
             lines.append(self._wait.line(now))
         if self._status_line:

@@ -1,5 +1,6 @@
 """The approval questions of the REPL: a command the policy cannot allow by itself, and
-any other approval (a fetch, an MCP tool, an edit with its diff).
+any other approval (a fetch, an MCP tool, an edit with its diff). While a subagent runs,
+the question says it is that subagent asking ("Subagent 1 asks: run `make`?").
 
 The question is printed above a short answer prompt; the prompt is wrapped between
 words to the terminal's width. Keys typed before the question appeared are dropped, so
@@ -44,7 +45,9 @@ class ApprovalPrompts:
     def ask(self, question: Question) -> Answer:
         """Asked by the command policy before a command runs: once, always or deny."""
         with self.view.paused():
-            self.view.message(f"Run `{question.shown}`?")
+            who = self.view.asking
+            self.view.message(f"{who.capitalize()} asks: run `{question.shown}`?" if who
+                              else f"Run `{question.shown}`?")
             if question.found:
                 self.view.message("Needs approval every time: " + "; ".join(question.found)
                                   + ".", "warning")
@@ -57,7 +60,8 @@ class ApprovalPrompts:
         with self.view.paused():
             if detail:
                 self.view.approval_diff(detail)
-            self.view.message(f"{action}?")
+            who = self.view.asking
+            self.view.message(f"{who.capitalize()} asks: {action}?" if who else f"{action}?")
             answer, scope = self._choose(scopes)
             return scope if answer == "always" else answer
 

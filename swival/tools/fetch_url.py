@@ -52,6 +52,7 @@ class Fetched:
     raw: bytes
     redirects: tuple[str, ...]
     stopped: str | None  # why the download ended early, if it did
+    length: int | None = None  # the size the server declared (Content-Length), if any
 
 
 class FetchUrl:
@@ -125,8 +126,10 @@ class FetchUrl:
                     raw, stopped = _read(response, limits, deadline)
             finally:
                 response.close()
+            declared = response.headers.get("content-length", "")
             return Fetched(str(response.url), response.status_code, response.reason_phrase,
-                           content_type, raw, tuple(hops), stopped)
+                           content_type, raw, tuple(hops), stopped,
+                           int(declared) if declared.isdigit() else None)
 
 
 def _check_url(url: str) -> str:
@@ -221,9 +224,23 @@ def _empty(fetched: Fetched) -> str:
 
 
 def _binary(fetched: Fetched, what: str, meta: dict[str, Any]) -> ToolResult:
+    """The refusal of a body that is not text (left undownloaded when its type said so),
+    summed up for the person as what it is and how big."""
+    size = fetched.length if fetched.length is not None else len(fetched.raw) or None
+    said = what if size is None else f"{what}, {_size(size)}"
+    meta = {**meta, "refused": True, "summary": f"not text ({said})"}
     return ToolResult(
         f"fetch refused: {fetched.url} is not text ({what}); fetch_url returns text only. "
         "To get the file itself, ask the user to download it (or use run_command with "
         "curl if commands are allowed).",
         is_error=True, meta=meta,
     )
+
+
+def _size(count: int) -> str:
+    """A size for people: bytes under 1 KB, else KB or MB with at most one decimal."""
+    if count < 1024:
+        return plural(count, "byte")
+    kb = count / 1024
+    value, unit = (kb, "KB") if kb < 1024 else (kb / 1024, "MB")
+    return f"{value:.1f}".removesuffix(".0") + f" {unit}"

@@ -58,10 +58,13 @@ class ToolRegistry:
     """Holds the tools, their schemas, and the repeated-call guard for one session. In
     `read_only` mode only the tools that cannot change anything are offered and run."""
 
-    def __init__(self, tools: Iterable[Tool], *, read_only: bool = False) -> None:
+    def __init__(self, tools: Iterable[Tool], *, read_only: bool = False,
+                 withheld: Mapping[str, tuple[str, str]] | None = None) -> None:
         self._tools: dict[str, Tool] = {t.spec.name: t for t in tools}
         self._recent: deque[str] = deque(maxlen=REPEAT_WINDOW)
         self.read_only = read_only
+        # Tools deliberately not given (a subagent's): name -> (for the model, the person).
+        self._withheld = dict(withheld or {})
 
     @property
     def names(self) -> list[str]:
@@ -95,6 +98,9 @@ class ToolRegistry:
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Check and run one call. Never raises for anything the model did."""
         tool = self._tools.get(call.name)
+        if tool is None and call.name in self._withheld:
+            text, shown = self._withheld[call.name]
+            return ToolResult(text, is_error=True, meta={"refused": True, "summary": shown})
         if tool is None:
             close = difflib.get_close_matches(call.name, self._tools, n=1, cutoff=0.5)
             hint = f" Did you mean `{close[0]}`?" if close else ""
@@ -107,7 +113,8 @@ class ToolRegistry:
             return ToolResult(
                 f"error: {call.name} is not available: this session is read-only (plan mode), "
                 f"so only these tools run: {', '.join(self.names)}. Describe the change you "
-                "would make instead; the user can leave plan mode with /plan.", is_error=True)
+                "would make instead; the user can leave plan mode with /plan.", is_error=True,
+                meta={"refused": True, "summary": "not run: plan mode (/plan leaves it)"})
         if call.arguments_error:
             return ToolResult(f"error: {call.arguments_error}", is_error=True)
         problem = check_arguments(tool.spec.parameters, call.arguments)
