@@ -213,9 +213,7 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     approvals = Approvals()
     fetch_policy = FetchPolicy(settings.fetch, yolo=settings.yolo, approvals=approvals)
     widen = subagent_tools(settings.subagent_tools)  # () widens nothing: children read only
-    registry = ToolRegistry(default_tools(fetch=fetch_policy.enabled,
-                                          task=Task(read_only=widen == ())),
-                            read_only=settings.read_only)
+    registry = session_registry(settings, fetch_policy)
     mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
     redactor = redactor_for(settings, os.environ)
     sandbox = sandbox_from_settings(settings, os.environ)
@@ -250,6 +248,15 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     if not interactive:
         session.start_servers()  # the REPL starts them once its prompt is up
     return session
+
+
+def session_registry(settings: Settings, fetch_policy: FetchPolicy) -> ToolRegistry:
+    """The tools a session offers the model, in the order their schemas are sent (the
+    replay benchmark measures with this very set)."""
+    widen = subagent_tools(settings.subagent_tools)
+    return ToolRegistry(default_tools(fetch=fetch_policy.enabled,
+                                      task=Task(read_only=widen == ())),
+                        read_only=settings.read_only)
 
 
 def _hold_spills(state_dir: Path, session_id: str) -> SpillClaim | None:
