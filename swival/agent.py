@@ -155,11 +155,12 @@ class Agent:
         """
         yield from self._begin(text)
         self._turn, self._calls, self._usage = 0, 0, Usage()
+        self._cuts = 0  # an earlier request's cuts are not this one's
         parts: list[str] = []  # texts of cut replies, joined with the one that finishes
         while self._turn < self.config.max_turns:
             self._turn += 1
             self._clock += 1
-            completion = yield from self._call_model()
+            completion = yield from self._call_model(continues=bool(parts))
             message = completion.message
             self.context.add_assistant(message)
             if completion.finish_reason == "length":
@@ -314,8 +315,9 @@ class Agent:
             tool_calls=self._calls, usage=self._usage,
         )
 
-    def _call_model(self) -> Generator[Event, None, Completion]:
-        """Send the prepared context; compact and retry when the server reports an overflow."""
+    def _call_model(self, continues: bool = False) -> Generator[Event, None, Completion]:
+        """Send the prepared context; compact and retry when the server reports an overflow.
+        `continues`: the reply goes on from a cut one (its text is joined as written)."""
         if self.config.tool_source is not None:
             yield from self.config.tool_source.settle()
         for _ in range(MAX_OVERFLOW_RETRIES + 1):
@@ -327,6 +329,7 @@ class Agent:
                 max_output_tokens=prepared.max_output_tokens,
                 estimated_prompt_tokens=prepared.estimated_tokens,
                 temperature=self.config.temperature,
+                continues=continues,
             )
             yield ModelCallStarted(prepared.estimated_tokens, self.context.settings.window)
             completion: Completion | None = None

@@ -47,13 +47,16 @@ class ProviderInfo:
 @dataclass(frozen=True)
 class ChatRequest:
     """One model call. `tools` are OpenAI function schemas. `estimated_prompt_tokens`
-    is our own count, used to recognise a server that cut the prompt silently."""
+    is our own count, used to recognise a server that cut the prompt silently.
+    `continues`: the reply goes on from one the output limit cut, so its text is joined
+    to that one exactly as written (its leading whitespace included)."""
 
     messages: Sequence[Message]
     tools: Sequence[Mapping[str, Any]] = ()
     max_output_tokens: int = 1024
     estimated_prompt_tokens: int = 0
     temperature: float | None = None
+    continues: bool = False
 
 
 @dataclass(frozen=True)
