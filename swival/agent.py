@@ -293,8 +293,9 @@ class Agent:
         new window, if it had to shrink."""
         self.provider = provider
         summarize = make_summarizer(provider, self.config.temperature)
-        return self.context.use_model(provider.info.window.budget_tokens, summarize,
-                                      self._clock)
+        window = provider.info.window
+        return self.context.use_model(window.budget_tokens, summarize, self._clock,
+                                      window.confirmed_tokens)
 
     def interrupted(self) -> TurnFinished:
         """Close an interrupted turn: answer pending tool calls with a synthetic result."""

@@ -188,6 +188,7 @@ def _context_engine(settings: Settings, provider: Provider, registry: ToolRegist
             proactive_summaries=settings.proactive_summaries,
             # Providers whose prompt counts may leave out KV-cached tokens say so.
             counts_include_cache=getattr(provider, "counts_include_cache", True),
+            confirmed_window=provider.info.window.confirmed_tokens,
         ),
         system_prompt(root), registry.schemas(),
         storage=Storage(state_dir, redactor=redactor,

@@ -17,6 +17,9 @@ class ContextSettings:
     compaction_target: float = 0.55
     proactive_summaries: bool = False
     counts_include_cache: bool = True  # the server's prompt counts cover cached tokens
+    # A window the server itself said it runs (llama.cpp's n_ctx, LM Studio's loaded
+    # length; 0: none): no silent cut is ever learned below it.
+    confirmed_window: int = 0
 
 
 @dataclass(frozen=True)

@@ -232,13 +232,14 @@ class ContextEngine:
         `focus`: what the user wants it to keep). The ledger is kept either way."""
         return self._compactor.by_request(self._state, level, (reason, turn), focus)
 
-    def use_model(self, window: int, summarize: Summarizer | None, turn: int
-                  ) -> list[Compacted]:
-        """Another model from now on (/model): budget on its `window`, count afresh (its
-        tokenizer differs), recap through `summarize`, and compact at once when the
-        conversation no longer fits; the compactions that took."""
+    def use_model(self, window: int, summarize: Summarizer | None, turn: int,
+                  confirmed: int = 0) -> list[Compacted]:
+        """Another model from now on (/model): budget on its `window` (`confirmed`: the
+        one the server said it runs, or 0), count afresh (its tokenizer differs), recap
+        through `summarize`, and compact at once when the conversation no longer fits;
+        the compactions that took."""
         self.summarize = summarize
-        self.settings = replace(self.settings, window=window)
+        self.settings = replace(self.settings, window=window, confirmed_window=confirmed)
         self.gate.budget = replace(self.budget, window=window)
         self.calibration.forget()
         self._measure.recount()
@@ -286,7 +287,8 @@ class ContextEngine:
             return None
         complete = self.settings.counts_include_cache or usage.cached_tokens is not None
         reading = Reading(usage.prompt_tokens, self._last[1], complete)
-        return self.calibration.judge(reading, self.budget.window, prepared.estimated_tokens)
+        return self.calibration.judge(reading, self.budget.window, prepared.estimated_tokens,
+                                      self.settings.confirmed_window)
 
     def on_overflow(self, error: ContextOverflowError, turn: int) -> list[Compacted]:
         """The server rejected (or cut) the last prompt: adopt its figures, compact one

@@ -13,10 +13,17 @@ UNKNOWN_WINDOW_BUDGET = 8192  # what we budget on when the server will not tell 
 
 @dataclass(frozen=True)
 class WindowInfo:
-    """The context window the server really runs with, and where that figure came from."""
+    """The context window the server really runs with, and where that figure came from.
+    `confirmed`: the server itself reported running it (not a setting nor a guess)."""
 
     tokens: int | None
     source: str
+    confirmed: bool = False
+
+    @property
+    def confirmed_tokens(self) -> int:
+        """The window the server confirmed, or 0."""
+        return (self.tokens or 0) if self.confirmed else 0
 
     @property
     def known(self) -> bool:
