@@ -63,6 +63,7 @@ READ_ONLY_ON = ("[Plan mode: from now on you only have tools that change nothing
                 "not try to edit files or run commands: explain, or write a plan for the user "
                 "to approve.]")
 READ_ONLY_OFF = "[Plan mode is over: all your tools are available again ({}).]"
+_READ_ONLY_ON_HEAD, _READ_ONLY_OFF_HEAD = READ_ONLY_ON[:24], READ_ONLY_OFF[:20]
 OUTPUT_LIMIT_TEXT = (
     "The reply was cut off by the output limit {count} times in a row ({limit} tokens), so "
     "it is incomplete. Raise --max-output-tokens (or load a larger window), or ask for a "
@@ -141,7 +142,6 @@ class Agent:
         self._cuts = 0  # replies cut by the output limit in a row
         self._reply_limit = 0  # max_tokens of the last request
         self._notes: list[str] = []  # for the model, sent with the next request
-        self._told_read_only = False  # the tool mode the conversation last told the model
 
     def run_turn(self, text: str) -> Iterator[Event]:
         """Handle one user request. The last event is always `TurnFinished`.
@@ -209,13 +209,25 @@ class Agent:
 
     def _mode_note(self) -> str:
         """The plan-mode note for this request: one, saying the mode the tools are in,
-        when that differs from what the model was last told; however often /plan was
-        toggled in between, the model never gets contradicting notes."""
+        when that differs from what the conversation tells the model now (its newest
+        plan-mode note; none: all tools). However often /plan was toggled in between,
+        the model never gets contradicting notes; and when compaction dropped the note
+        that told it, the next request tells it again."""
         on = self.tools.read_only
-        if on == self._told_read_only:
+        if on == self._told_read_only():
             return ""
-        self._told_read_only = on
         return (READ_ONLY_ON if on else READ_ONLY_OFF).format(", ".join(self.tools.names))
+
+    def _told_read_only(self) -> bool:
+        """The mode the newest plan-mode note still in the conversation announced."""
+        for message in reversed(self.context.history):
+            if message.role != "user":
+                continue
+            on, off = message.content.rfind(_READ_ONLY_ON_HEAD), message.content.rfind(
+                _READ_ONLY_OFF_HEAD)
+            if on >= 0 or off >= 0:
+                return on > off
+        return False
 
     def _after_cut(self, message: Message, parts: list[str]
                    ) -> Generator[Event, None, TurnFinished | None]:
@@ -248,7 +260,6 @@ class Agent:
         self.context.clear()
         self.tool_ctx.read_files.clear()
         self.tools.reset()
-        self._told_read_only = False  # the conversation that told it is gone
 
     def set_read_only(self, on: bool) -> list[str] | None:
         """Offer only the tools that change nothing (plan mode), or all of them again; the
