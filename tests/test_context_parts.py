@@ -214,6 +214,28 @@ def test_ledger_keeps_newest_outcome_per_command() -> None:
     assert ledger.render().count("KeyError: 'b'") == 1
 
 
+def test_ledger_records_errors_of_failed_calls_only() -> None:
+    """A successful command's output is not an error, however it reads: `cat` of a
+    source file that handles KeyError, a grep for "Error:" lines. A failed run of the
+    same command, or a tool error, is."""
+    source = ("try:\n    value = table[key]\nexcept KeyError:\n    raise LookupError(key)\n"
+              "# ValueError: raised when the key is empty\n")
+    ledger = Ledger()
+    _run(ledger, "cat src/table.py", source, exit_code=0)
+    _run(ledger, "grep -rn Error: logs", "app.log:3: TypeError: bad operand\n", exit_code=0)
+    read = ToolCall(id="r", name="read_file", arguments={"file_path": "src/table.py"})
+    ledger.record_result(read, ToolResult(source, meta={"kind": "file", "path": "src/table.py"}))
+    assert not ledger.errors and "Errors seen" not in ledger.render()
+    _run(ledger, "python src/table.py", "Traceback (most recent call last):\n  x\n"
+         "KeyError: 'a'\n", exit_code=1)
+    missing = ToolCall(id="m", name="read_file", arguments={"file_path": "gone.py"})
+    ledger.record_result(missing, ToolResult("error: gone.py does not exist", is_error=True,
+                                             meta={"path": "gone.py"}))
+    assert list(ledger.errors.items()) == [("python src/table.py", "KeyError: 'a'"),
+                                           ("read_file gone.py",
+                                            "error: gone.py does not exist")]
+
+
 def test_ledger_errors_are_bounded_in_characters() -> None:
     small, large = Ledger.for_budget(6964), Ledger.for_budget(27852)
     assert small.error_chars < large.error_chars

@@ -4,7 +4,9 @@ every compaction level keeps.
 
 It holds the user's requests verbatim (the first one longer, later ones shorter,
 the most recent few, each once), files created/modified/deleted, commands with exit
-codes and the errors seen. Every list is bounded so the block stays a few hundred
+codes and the errors seen: those of calls that failed (a tool error, a non-zero exit),
+never lines of a successful command's output that merely read like errors (a source
+file that handles `KeyError`). Every list is bounded so the block stays a few hundred
 tokens. Requests still in the history the model sees are not repeated: compaction
 drops user messages only at level 3, and the block is re-rendered on every rewrite.
 
@@ -100,16 +102,18 @@ class Ledger:
             self.files.popitem(last=False)
 
     def _record_error(self, key: str, result: ToolResult, is_command: bool) -> None:
-        """Keep the newest error lines of `key`; a clean pass marks its old entry."""
+        """Keep the newest error lines of `key` when the call failed (a tool error, a
+        non-zero exit): a successful command's output is not an error, however much it
+        reads like one (`cat` of a file that handles KeyError). A clean pass marks the
+        key's old entry."""
         exit_code = result.meta.get("exit_code")
-        failed = result.is_error or (isinstance(exit_code, int) and exit_code != 0)
-        lines = error_lines(result.content)
-        if not lines and failed:
-            lines = _fallback_line(result.content, is_command)
-        if not lines:
+        if not (result.is_error or (isinstance(exit_code, int) and exit_code != 0)):
             if exit_code == 0 and key in self.errors and not self.errors[key].endswith(
                     PASSED_NOTE):
                 self.errors[key] += PASSED_NOTE
+            return
+        lines = error_lines(result.content) or _fallback_line(result.content, is_command)
+        if not lines:
             return
         text = " | ".join(lines)
         for other in [k for k, v in self.errors.items() if v == text]:
