@@ -131,9 +131,12 @@ def test_a_result_the_tool_saved_whole_is_not_saved_again(tmp_path: Path) -> Non
     head = code_text(300)
     meta = {"kind": "file", "path": ".swival/out/s/fetch-1.txt", "offset": 1,
             "continue": "read_file file_path=.swival/out/s/fetch-1.txt offset={line}",
-            "spill_path": ".swival/out/s/fetch-1.txt", "total_chars": 200_000}
+            "spill_path": ".swival/out/s/fetch-1.txt", "total_chars": 200_000,
+            "total_lines": 5000}
     cut = _cap(head, meta, tmp_path)
     assert cut is not None and cut.saved == ".swival/out/s/fetch-1.txt"
+    assert (cut.total_chars, cut.total_lines) == (200_000, 5000)  # the whole text's
+    assert cut.kept_chars < len(head)
     assert list(tmp_path.iterdir()) == []  # no second file holding only the head
     assert "200000 characters in full, saved to .swival/out/s/fetch-1.txt" in cut.text
     assert f"offset={cut.kept_lines + 1}" in cut.text
