@@ -18,8 +18,9 @@ def head_or_spill(text: str, limit: int, ctx: ToolContext, stem: str,
     characters, else its first `limit` characters (whole lines) and a line saying how far
     it was cut and where the whole `what` ("page", "result") is saved. Also returns the
     meta for a saved text (`kind` "file", its path and offset; `spill_path`,
-    `total_chars` and `total_lines`, the file and size of the whole text), so the context engine's own
-    cap continues in that same file and does not save the head a second time."""
+    `total_chars` and `total_lines`, the file and size of the whole text), so the
+    context engine's own cap continues in that same file and does not save the head a
+    second time."""
     text = ctx.redactor.redact(text)
     if len(text) <= limit:
         return text, {}
