@@ -20,6 +20,7 @@ class ContextSettings:
     # A window the server itself said it runs (llama.cpp's n_ctx, LM Studio's loaded
     # length; 0: none): no silent cut is ever learned below it.
     confirmed_window: int = 0
+    interactive: bool = True  # a REPL session (False: one-shot, no slash commands)
 
 
 @dataclass(frozen=True)

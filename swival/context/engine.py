@@ -78,7 +78,8 @@ class ContextEngine:
         self._measure = Measure(self.counter, self.calibration, self._view, tool_schemas,
                                 server.count)
         self._compactor = Compactor(self._measure, self.gate, self._render,
-                                    Recaps(self._recap, self._marker, self.storage.where()),
+                                    Recaps(self._recap, self._marker, self.storage.where(),
+                                           lambda: self._ledger.latest),
                                     self._record)
         self._restorer = Restorer(self._compactor, self.knowledge, self._render)
         self._transcript = self.storage.transcript()
@@ -302,7 +303,8 @@ class ContextEngine:
 
     def _exhausted_text(self, estimate: int) -> str:
         return exhausted_text(self.budget.window, estimate, self._measure.schema_tokens,
-                              self.storage.where() if self.transcript_path else None)
+                              self.storage.where() if self.transcript_path else None,
+                              self.settings.interactive)
 
     # ----- knowledge and snapshots ---------------------------------------------------------
 

@@ -62,6 +62,7 @@ class Ledger:
         self.commands: deque[tuple[str, int | None]] = deque(maxlen=MAX_COMMANDS)
         self.errors: OrderedDict[str, str] = OrderedDict()  # key -> lines, oldest first
         self.error_chars = error_chars
+        self.latest = (0, 0)  # characters of the newest request kept here, of all
 
     @classmethod
     def for_budget(cls, input_budget: int) -> Ledger:
@@ -70,6 +71,9 @@ class Ledger:
         return cls(min(ERROR_CHARS_MAX, max(ERROR_CHARS_MIN, chars)))
 
     def record_user(self, text: str) -> None:
+        limit = REQUEST_CHARS if self.first_request is not None else FIRST_REQUEST_CHARS
+        total = len(text.strip())
+        self.latest = (min(total, limit), total)
         if self.first_request is None:
             self.first_request = _bounded(text, FIRST_REQUEST_CHARS)
         else:
