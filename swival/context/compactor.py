@@ -129,9 +129,9 @@ class Compactor:
         token of room among those that free enough (gate.Policy). Without `wait` (the
         server has nothing cached to lose), down to the target at once."""
         tokens = self.measure.tokens(state.history)
-        if not self.gate.due(tokens):
-            return []
         waits = wait and self.gate.policy.wait
+        if not self.gate.due(tokens):
+            return self._early(state, tokens, reason, turn) if waits else []
         if waits and not self.gate.forced(tokens) and state.last_level == 0:
             measured, unsent = self._measured(state, 1), self._unsent(state)
             if not self.gate.cheap(unsent):
@@ -142,6 +142,17 @@ class Compactor:
                 if chosen is not None:
                     return self._only(state, chosen, reason, turn)
         return self.run(state, turn, reason, state.last_level + 1, hurry=True)
+
+    def _early(self, state: State, tokens: int, reason: str, turn: int) -> list[Compacted]:
+        """Before the trigger, from the policy's `early` share: a cheap moment takes the
+        level-1 option as at the trigger (Swival's policy never does: see gate.py)."""
+        if state.last_level != 0 or not self.gate.near(tokens):
+            return []
+        unsent = self._unsent(state)
+        if not self.gate.cheap(unsent):
+            return []
+        chosen = self.gate.choose(self._measured(state, 1), self.gate.opportune(), unsent)
+        return self._only(state, chosen, reason, turn) if chosen is not None else []
 
     def _unsent(self, state: State) -> int:
         """The messages not sent yet (calibrated): a rewrite now makes the server compute
