@@ -35,6 +35,8 @@ VARIANTS = (
     Variant("Swival, the last two turns always whole", Policy(keep_share=float("inf"))),
     Variant("Swival, at a small turn stop at 70 %", Policy(opportune=0.7)),
     Variant("Swival, compacting down to 50 %", Policy(), target=0.5),
+    Variant("Swival, and from 80 % a small turn compacts before the trigger",
+            Policy(early=0.8)),
 )
 SESSIONS = ("investigate", "long-haul")
 

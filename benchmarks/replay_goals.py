@@ -5,7 +5,10 @@ same run.
     replays, per window        0 requests over the window; task and edited paths kept
                                in every final request; the last error in 95 % or more
     engine                     95th percentile of compacting calls on a full 32K
-                               history at most 20 ms (CPU time of the engine's thread)
+                               history at most 20 ms (CPU time of the engine's thread),
+                               checked on the 32K replays' compacting calls (with and
+                               without the garbage collector's pauses within them) and
+                               on built full 32K histories
     scripted sessions          re-processed and recomputed shares of prefill at most
                                25 % at 8K, 12 % at 16K, 5 % at 32K
 """
@@ -60,15 +63,28 @@ def _shares(scripted: Mapping[tuple[str, int], Run]) -> list[str]:
     return rows
 
 
+def _engine(replayed: Mapping[int, Sequence[Run]], full_cpu_ms: Sequence[float]) -> list[str]:
+    measures = []
+    runs = replayed.get(32768, ())
+    calls = [m for r in runs for m in r.engine_ms]
+    if calls:
+        measures += [
+            (f"the 32K replays' {len(calls)} compacting calls, CPU", p95([m[1] for m in calls])),
+            ("the same calls, CPU less the garbage collector's pauses",
+             p95([m[2] for m in calls]))]
+    measures.append((f"a built full 32K history ({len(full_cpu_ms)} histories), CPU",
+                     p95(full_cpu_ms)))
+    return [f"| engine, 95th percentile: {what} | ≤ {ENGINE_MS:.0f} ms | {ms:.1f} ms | "
+            f"{_met(ms <= ENGINE_MS)} |" for what, ms in measures]
+
+
 def goals(replayed: Mapping[int, Sequence[Run]], scripted: Mapping[tuple[str, int], Run],
           full_cpu_ms: Sequence[float]) -> list[str]:
     """The table's lines (see the module docstring)."""
-    engine = p95(full_cpu_ms)
     return [
         "| goal (issue 12) | target | measured | met |",
         "|---|---|---|---|",
         *_replays(replayed),
-        f"| engine: compacting call on a full 32K history, 95th percentile (CPU) | "
-        f"≤ {ENGINE_MS:.0f} ms | {engine:.1f} ms | {_met(engine <= ENGINE_MS)} |",
+        *_engine(replayed, full_cpu_ms),
         *_shares(scripted),
     ]

@@ -20,7 +20,10 @@ the recorded runs and the scripted scenarios use the very same code).
     engine ms     mean and 95th percentile of the engine calls that compacted, less the
                   time spent in the summarizer (a model call, here the replay's stand-in):
                   CPU time of the thread (time.thread_time, what the engine itself
-                  costs) and wall time (which grows with whatever else the machine runs)
+                  costs) and wall time (which grows with whatever else the machine runs);
+                  and the CPU time less the garbage collector's pauses that fell inside
+                  the call (timed through gc.callbacks: a collection is set off by
+                  whatever allocation crosses the threshold, often the replay's own)
 
 A recap call is counted in full and is assumed not to evict the conversation from the
 server's cache (a server with two slots, or llama.cpp's prompt cache in RAM, keeps it).
@@ -28,6 +31,7 @@ server's cache (a server with two slots, or llama.cpp's prompt cache in RAM, kee
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
 import time
@@ -38,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from swival.agent import Agent, AgentConfig, make_summarizer
+from swival.config import Settings
 from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
 from swival.context.gate import Policy
 from swival.context.tokens import TokenCounter
@@ -46,8 +51,8 @@ from swival.messages import Message
 from swival.prompts import system_prompt
 from swival.providers.base import ChatRequest, Provider
 from swival.tools.base import ToolContext
-from swival.tools.catalog import default_tools
-from swival.tools.registry import ToolRegistry
+from swival.tools.catalog import session_registry
+from swival.tools.fetch_policy import FetchPolicy
 
 
 def _clocks() -> tuple[float, float]:
@@ -56,24 +61,48 @@ def _clocks() -> tuple[float, float]:
     return time.perf_counter(), time.thread_time()
 
 
-class TimedEngine(ContextEngine):
-    """The real engine, timing the calls that compacted (wall and CPU ms). The time
-    spent in the summarizer (a model call; here the replay's stand-in) is not the
-    engine's: it is left out."""
+class GcPauses:
+    """The thread CPU seconds the garbage collector has spent since `install()`, from
+    gc.callbacks (a collection runs in the thread whose allocation set it off)."""
 
-    compacting_ms: list[tuple[float, float]]
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        else:
+            self.seconds += time.thread_time() - self._started
+
+    def install(self) -> None:
+        if self not in gc.callbacks:
+            gc.callbacks.append(self)
+
+
+PAUSES = GcPauses()  # one for the process: every engine reads its running total
+
+
+class TimedEngine(ContextEngine):
+    """The real engine, timing the calls that compacted (ms: wall, CPU, and CPU less
+    the collector's pauses within the call). The time spent in the summarizer (a model
+    call; here the replay's stand-in) is not the engine's: it is left out."""
+
+    compacting_ms: list[tuple[float, float, float]]
     model_seconds: list[tuple[float, float]]
 
-    def _spent(self) -> tuple[float, float]:
+    def _spent(self) -> tuple[float, float, float]:
         wall, cpu = _clocks()
-        return (wall - sum(m[0] for m in self.model_seconds),
-                cpu - sum(m[1] for m in self.model_seconds))
+        wall -= sum(m[0] for m in self.model_seconds)
+        cpu -= sum(m[1] for m in self.model_seconds)
+        return wall, cpu, cpu - PAUSES.seconds
 
-    def _timed(self, events: Sequence[object], started: tuple[float, float]) -> None:
+    def _timed(self, events: Sequence[object], started: tuple[float, float, float]) -> None:
         if any(isinstance(e, Compacted) for e in events):
             now = self._spent()
             self.compacting_ms.append(((now[0] - started[0]) * 1000,
-                                       (now[1] - started[1]) * 1000))
+                                       (now[1] - started[1]) * 1000,
+                                       (now[2] - started[2]) * 1000))
 
     def prepare(self, turn: int) -> Any:
         started = self._spent()
@@ -114,11 +143,12 @@ class Variant:
 
 def build_agent(root: Path, window: int, model: Provider, variant: Variant | None = None
                 ) -> tuple[Agent, TimedEngine]:
-    """Swival's real prompt, tools and engine around `model`, working in `root`, the
-    gate deciding as `variant` says. A fixed session id keeps the transcript path that
-    recaps name, so every figure repeats from run to run."""
+    """Swival's real prompt, tools (those a default session sends) and engine around
+    `model`, working in `root`, the gate deciding as `variant` says. A fixed session id
+    keeps the transcript path that recaps name, so every figure repeats from run to run."""
     variant = variant or Variant()
-    registry = ToolRegistry(default_tools())
+    settings = Settings(project_root=root)  # a default session's tools, task included
+    registry = session_registry(settings, fetch=FetchPolicy(settings.fetch).enabled)
     spent: list[tuple[float, float]] = []
     engine = TimedEngine(ContextSettings(window=window, compaction_target=variant.target),
                          system_prompt(root), registry.schemas(),
@@ -126,6 +156,7 @@ def build_agent(root: Path, window: int, model: Provider, variant: Variant | Non
                          server=ServerAid(_timed_summarizer(model, spent)))
     engine.gate.policy = variant.policy
     engine.compacting_ms, engine.model_seconds = [], spent
+    PAUSES.install()
     agent = Agent(model, registry, engine, ToolContext(root=root), AgentConfig(max_turns=10_000))
     return agent, engine
 
@@ -142,7 +173,7 @@ class Run:
     recomputed: int = 0
     levels: Counter[int] = field(default_factory=Counter)
     facts: dict[str, bool] = field(default_factory=dict)
-    engine_ms: list[tuple[float, float]] = field(default_factory=list)  # (wall, CPU)
+    engine_ms: list[tuple[float, float, float]] = field(default_factory=list)  # wall, CPU, CPU-GC
 
 
 class Meter:
@@ -215,13 +246,14 @@ def share(runs: Sequence[Run], measure: str) -> float:
 
 
 def times(runs: Sequence[Run]) -> str:
-    """CPU mean / p95 (wall mean / p95) of the compacting engine calls, in ms."""
-    wall = [m[0] for r in runs for m in r.engine_ms]
-    cpu = [m[1] for r in runs for m in r.engine_ms]
+    """CPU mean / p95 (wall mean / p95) [CPU less GC pauses, mean / p95] of the
+    compacting engine calls, in ms."""
+    wall, cpu, quiet = ([m[k] for r in runs for m in r.engine_ms] for k in (0, 1, 2))
     if not wall:
         return "-"
     return (f"{statistics.fmean(cpu):.1f} / {p95(cpu):.1f} "
-            f"({statistics.fmean(wall):.1f} / {p95(wall):.1f})")
+            f"({statistics.fmean(wall):.1f} / {p95(wall):.1f}) "
+            f"[{statistics.fmean(quiet):.1f} / {p95(quiet):.1f}]")
 
 
 def row(label: str, runs: Sequence[Run], keys: Sequence[str]) -> str:
@@ -248,5 +280,6 @@ def header(first: str, keys: Sequence[str]) -> list[str]:
     return [f"| {first} | requests | over window | prefill (recaps) | re-processed | "
             f"recomputed | compactions L1/L2/L3/emergency | "
             f"{' | '.join(names[k] for k in keys)} | "
-            "engine ms, compacting calls: CPU mean / p95 (wall mean / p95) |",
+            "engine ms, compacting calls: CPU mean / p95 (wall mean / p95) "
+            "[CPU less GC pauses] |",
             "|---|---:|---:|---:|---:|---:|---|" + "---:|" * len(keys) + "---:|"]

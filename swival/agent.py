@@ -63,6 +63,7 @@ READ_ONLY_ON = ("[Plan mode: from now on you only have tools that change nothing
                 "not try to edit files or run commands: explain, or write a plan for the user "
                 "to approve.]")
 READ_ONLY_OFF = "[Plan mode is over: all your tools are available again ({}).]"
+_READ_ONLY_ON_HEAD, _READ_ONLY_OFF_HEAD = READ_ONLY_ON[:24], READ_ONLY_OFF[:20]
 OUTPUT_LIMIT_TEXT = (
     "The reply was cut off by the output limit {count} times in a row ({limit} tokens), so "
     "it is incomplete. Raise --max-output-tokens (or load a larger window), or ask for a "
@@ -141,7 +142,6 @@ class Agent:
         self._cuts = 0  # replies cut by the output limit in a row
         self._reply_limit = 0  # max_tokens of the last request
         self._notes: list[str] = []  # for the model, sent with the next request
-        self._told_read_only = False  # the tool mode the conversation last told the model
         # After /model to a model whose window is unknown (LM Studio loads it on its first
         # request): "switched", then "sent" once a request reached it, when it is read again.
         self._window_check = ""
@@ -158,11 +158,12 @@ class Agent:
         """
         yield from self._begin(text)
         self._turn, self._calls, self._usage = 0, 0, Usage()
+        self._cuts = 0  # an earlier request's cuts are not this one's
         parts: list[str] = []  # texts of cut replies, joined with the one that finishes
         while self._turn < self.config.max_turns:
             self._turn += 1
             self._clock += 1
-            completion = yield from self._call_model()
+            completion = yield from self._call_model(continues=bool(parts))
             message = completion.message
             self.context.add_assistant(message)
             if completion.finish_reason == "length":
@@ -212,13 +213,25 @@ class Agent:
 
     def _mode_note(self) -> str:
         """The plan-mode note for this request: one, saying the mode the tools are in,
-        when that differs from what the model was last told; however often /plan was
-        toggled in between, the model never gets contradicting notes."""
+        when that differs from what the conversation tells the model now (its newest
+        plan-mode note; none: all tools). However often /plan was toggled in between,
+        the model never gets contradicting notes; and when compaction dropped the note
+        that told it, the next request tells it again."""
         on = self.tools.read_only
-        if on == self._told_read_only:
+        if on == self._told_read_only():
             return ""
-        self._told_read_only = on
         return (READ_ONLY_ON if on else READ_ONLY_OFF).format(", ".join(self.tools.names))
+
+    def _told_read_only(self) -> bool:
+        """The mode the newest plan-mode note still in the conversation announced."""
+        for message in reversed(self.context.history):
+            if message.role != "user":
+                continue
+            on, off = message.content.rfind(_READ_ONLY_ON_HEAD), message.content.rfind(
+                _READ_ONLY_OFF_HEAD)
+            if on >= 0 or off >= 0:
+                return on > off
+        return False
 
     def _after_cut(self, message: Message, parts: list[str]
                    ) -> Generator[Event, None, TurnFinished | None]:
@@ -251,7 +264,6 @@ class Agent:
         self.context.clear()
         self.tool_ctx.read_files.clear()
         self.tools.reset()
-        self._told_read_only = False  # the conversation that told it is gone
 
     def set_read_only(self, on: bool) -> list[str] | None:
         """Offer only the tools that change nothing (plan mode), or all of them again; the
@@ -298,8 +310,9 @@ class Agent:
         known = provider.info.window.known or self.config.connector is None
         self._window_check = "" if known else "switched"
         summarize = make_summarizer(provider, self.config.temperature)
-        return self.context.use_model(provider.info.window.budget_tokens, summarize,
-                                      self._clock)
+        window = provider.info.window
+        return self.context.use_model(window.budget_tokens, summarize, self._clock,
+                                      window.confirmed_tokens)
 
     def _reread_window(self) -> Iterator[Event]:
         """Once a request reached a model switched to with its window unknown (LM Studio
@@ -341,8 +354,9 @@ class Agent:
             tool_calls=self._calls, usage=self._usage,
         )
 
-    def _call_model(self) -> Generator[Event, None, Completion]:
-        """Send the prepared context; compact and retry when the server reports an overflow."""
+    def _call_model(self, continues: bool = False) -> Generator[Event, None, Completion]:
+        """Send the prepared context; compact and retry when the server reports an overflow.
+        `continues`: the reply goes on from a cut one (its text is joined as written)."""
         if self.config.tool_source is not None:
             yield from self.config.tool_source.settle()
         yield from self._reread_window()
@@ -355,6 +369,7 @@ class Agent:
                 max_output_tokens=prepared.max_output_tokens,
                 estimated_prompt_tokens=prepared.estimated_tokens,
                 temperature=self.config.temperature,
+                continues=continues,
             )
             yield ModelCallStarted(prepared.estimated_tokens, self.context.settings.window)
             completion: Completion | None = None

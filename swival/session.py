@@ -177,7 +177,7 @@ def open_session(settings: Settings, *, interactive: bool,
 
 
 def _context_engine(settings: Settings, provider: Provider, registry: ToolRegistry,
-                    state_dir: Path, redactor: Redactor) -> ContextEngine:
+                    state_dir: Path, redactor: Redactor, interactive: bool) -> ContextEngine:
     """The context engine, recording its transcript (redacted) in the session index."""
     root, index = settings.project_root, _index()
     return ContextEngine(
@@ -190,6 +190,8 @@ def _context_engine(settings: Settings, provider: Provider, registry: ToolRegist
             proactive_summaries=settings.proactive_summaries,
             # Providers whose prompt counts may leave out KV-cached tokens say so.
             counts_include_cache=getattr(provider, "counts_include_cache", True),
+            confirmed_window=provider.info.window.confirmed_tokens,
+            interactive=interactive,
         ),
         system_prompt(root), registry.schemas(),
         storage=Storage(state_dir, redactor=redactor,
@@ -232,7 +234,7 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     tool_ctx.approve = policy.approve
     edits = "auto" if settings.yolo else settings.edits
     tool_ctx.approve_edit = EditPolicy(edits, approvals).approve
-    context = _context_engine(settings, provider, registry, state_dir, redactor)
+    context = _context_engine(settings, provider, registry, state_dir, redactor, interactive)
     resumed = context.load_transcript(transcript) if transcript is not None else 0
     tool_ctx.session_id = context.session_id  # names the session's spill folder
     spills = _hold_spills(state_dir, context.session_id)

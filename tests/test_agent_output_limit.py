@@ -81,6 +81,18 @@ def test_turn_stops_after_three_cuts_in_a_row(tmp_path: Path) -> None:
     assert "output limit 3 times" in finished.answer and "--max-output-tokens" in finished.answer
 
 
+def test_cuts_of_an_earlier_request_do_not_count_in_the_next(tmp_path: Path) -> None:
+    agent, _ = agent_for(tmp_path, [*(cut(reply(f"part {n}; ")) for n in range(1, 4)),
+                                    cut(reply("The answer ")), reply("is 42.")])
+    first = list(agent.run_turn("explain everything"))
+    assert isinstance(first[-1], TurnFinished) and first[-1].reason == "output_limit"
+    events = list(agent.run_turn("then just the answer"))
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished) and finished.reason == "done"
+    assert finished.answer == "The answer is 42."
+    assert [e.count for e in events if isinstance(e, Continued)] == [1]
+
+
 def test_reply_cut_by_the_window_gets_room_and_is_asked_again(tmp_path: Path) -> None:
     # Three reads, each near the window-scaled cap, leave the prompt between the
     # compaction target and its trigger (about 4,800 tokens at 8K, hundreds to spare each

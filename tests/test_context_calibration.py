@@ -4,12 +4,20 @@ reply that shows it (the engine's public record_usage)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from swival.agent import Agent, AgentConfig, make_summarizer
 from swival.context.calibration import Calibration, Reading
-from swival.context.engine import ContextEngine, ContextSettings, Storage
+from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
+from swival.events import Compacted, ReplyRestarted, TurnFinished
 from swival.messages import Message, ToolCall, ToolResult, Usage
+from swival.prompts import system_prompt
+from swival.tools.base import ToolContext
+from swival.tools.catalog import default_tools
+from swival.tools.registry import ToolRegistry
+from tests.scripted import ScriptedProvider, reply
 
 
 def engine_with(tmp_path: Path, window: int, tokens: int, *,
@@ -109,3 +117,54 @@ def test_usage_holds_the_fixed_parts_steady_while_calibration_moves(tmp_path: Pa
     assert usage.factor < 0.97 and usage.used == engine.estimate() < usage.counted
     assert usage.counted == (usage.system + usage.tools + usage.pinned + usage.user
                              + usage.assistant + usage.tool_results + 3)  # + reply priming
+
+
+def scaled_agent(root: Path, scale: float, over: float = 1.035, *,
+                 confirmed: int = 0) -> tuple[Any, str]:
+    """The real agent at an 8K window on a scripted server that counts every prompt as
+    `scale` times our estimate (its tokenizer), and a first request that makes the very
+    first prompt `over` times 4096 by our count."""
+    provider = ScriptedProvider([lambda request: reply(
+        "Read.", usage=(int(request.estimated_prompt_tokens * scale), 5))] * 3, window=8192)
+    registry = ToolRegistry(default_tools())
+    engine = ContextEngine(ContextSettings(window=8192, confirmed_window=confirmed),
+                           system_prompt(root), registry.schemas(),
+                           storage=Storage(root / ".swival"),
+                           server=ServerAid(make_summarizer(provider)))
+    agent = Agent(provider, registry, engine, ToolContext(root=root), AgentConfig())
+    words = int((4096 * over - engine.estimate()) / engine.counter.text(" word7"))
+    return agent, " ".join(["word7"] * words)
+
+
+@pytest.mark.parametrize(("scale", "over"), [(0.95, 1.035), (0.93, 1.06)])
+def test_a_tokenizer_counting_under_ours_is_not_a_cut_on_the_first_reply(
+        tmp_path: Path, scale: float, over: float) -> None:
+    """The first complete count lands just under 4096 only because the server's
+    tokenizer counts a few percent under ours: the reply stands (no retry, no
+    compaction) and the window stays."""
+    agent, request = scaled_agent(tmp_path, scale, over)
+    events = list(agent.run_turn(request))
+    provider = agent.provider
+    sent = provider.requests[0].estimated_prompt_tokens
+    assert 4096 * 1.02 < sent < 4096 * 1.08  # pinned by the old 2 % margin
+    assert 0.97 * 4096 <= int(sent * scale) < 4096
+    assert not [e for e in events if isinstance(e, (ReplyRestarted, Compacted))]
+    assert len(provider.requests) == 1 and agent.context.budget.window == 8192
+    assert isinstance(events[-1], TurnFinished) and events[-1].answer == "Read."
+
+
+def test_a_confirmed_window_is_never_unlearned(tmp_path: Path) -> None:
+    """A first count pinned under 4096 with our count 10 % over it looks like a cut to
+    4096; with 8192 confirmed by the server it is the tokenizer's, and the window stays."""
+    reading = Reading(4050, 4500, complete=True)
+    calibration = Calibration()
+    assert calibration.judge(reading, 8192, 4500, confirmed=8192) is None
+    assert calibration.factor < 1.0  # folded in as the tokenizer's ratio
+    agent, request = scaled_agent(tmp_path, 0.9, 1.1, confirmed=8192)
+    events = list(agent.run_turn(request))
+    assert not [e for e in events if isinstance(e, (ReplyRestarted, Compacted))]
+    assert agent.context.budget.window == 8192
+    unconfirmed, request = scaled_agent(tmp_path / "other", 0.9, 1.1)
+    events = list(unconfirmed.run_turn(request))
+    assert [e for e in events if isinstance(e, ReplyRestarted)]  # taken for a cut
+    assert unconfirmed.context.budget.window == 4096

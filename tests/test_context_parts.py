@@ -131,9 +131,12 @@ def test_a_result_the_tool_saved_whole_is_not_saved_again(tmp_path: Path) -> Non
     head = code_text(300)
     meta = {"kind": "file", "path": ".swival/out/s/fetch-1.txt", "offset": 1,
             "continue": "read_file file_path=.swival/out/s/fetch-1.txt offset={line}",
-            "spill_path": ".swival/out/s/fetch-1.txt", "total_chars": 200_000}
+            "spill_path": ".swival/out/s/fetch-1.txt", "total_chars": 200_000,
+            "total_lines": 5000}
     cut = _cap(head, meta, tmp_path)
     assert cut is not None and cut.saved == ".swival/out/s/fetch-1.txt"
+    assert (cut.total_chars, cut.total_lines) == (200_000, 5000)  # the whole text's
+    assert cut.kept_chars < len(head)
     assert list(tmp_path.iterdir()) == []  # no second file holding only the head
     assert "200000 characters in full, saved to .swival/out/s/fetch-1.txt" in cut.text
     assert f"offset={cut.kept_lines + 1}" in cut.text
@@ -212,6 +215,28 @@ def test_ledger_keeps_newest_outcome_per_command() -> None:
     assert "NameError: name 'q' is not defined (a later run exited 0)" in ledger.render()
     _run(ledger, "python -c 'import m'", "E   KeyError: 'b'\n")  # same error, new command
     assert ledger.render().count("KeyError: 'b'") == 1
+
+
+def test_ledger_records_errors_of_failed_calls_only() -> None:
+    """A successful command's output is not an error, however it reads: `cat` of a
+    source file that handles KeyError, a grep for "Error:" lines. A failed run of the
+    same command, or a tool error, is."""
+    source = ("try:\n    value = table[key]\nexcept KeyError:\n    raise LookupError(key)\n"
+              "# ValueError: raised when the key is empty\n")
+    ledger = Ledger()
+    _run(ledger, "cat src/table.py", source, exit_code=0)
+    _run(ledger, "grep -rn Error: logs", "app.log:3: TypeError: bad operand\n", exit_code=0)
+    read = ToolCall(id="r", name="read_file", arguments={"file_path": "src/table.py"})
+    ledger.record_result(read, ToolResult(source, meta={"kind": "file", "path": "src/table.py"}))
+    assert not ledger.errors and "Errors seen" not in ledger.render()
+    _run(ledger, "python src/table.py", "Traceback (most recent call last):\n  x\n"
+         "KeyError: 'a'\n", exit_code=1)
+    missing = ToolCall(id="m", name="read_file", arguments={"file_path": "gone.py"})
+    ledger.record_result(missing, ToolResult("error: gone.py does not exist", is_error=True,
+                                             meta={"path": "gone.py"}))
+    assert list(ledger.errors.items()) == [("python src/table.py", "KeyError: 'a'"),
+                                           ("read_file gone.py",
+                                            "error: gone.py does not exist")]
 
 
 def test_ledger_errors_are_bounded_in_characters() -> None:

@@ -6,10 +6,14 @@ reaches the recap request; a switch of model or of tools rebuilds the budget."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
+from swival.errors import ContextExhausted
 from swival.events import Compacted
 from swival.messages import Message, ToolCall, ToolResult
 from swival.tools.catalog import default_tools
@@ -223,3 +227,65 @@ def test_another_model_counts_from_our_own_figure_again(tmp_path: Path) -> None:
     learned = engine.estimate()
     engine.use_model(8192, Summarizer(), 3)
     assert engine.estimate() < learned / 1.25  # its tokenizer is another
+
+
+def test_the_emergency_note_says_what_was_dropped_and_the_request_cut(
+        tmp_path: Path) -> None:
+    """The person is told what went: the request among the dropped turns, and how much
+    of it the model still sees (the ledger keeps a request's head, and nothing attached
+    to it)."""
+    engine = engine_for(tmp_path, Summarizer(answer=None), window=8192)
+    request = "THE TASK: " + "make parse() accept empty input; " * 60  # ~2,000 characters
+    engine.add_user(request)
+    events: list[object] = []
+    n = 0
+    while not compactions(events):
+        n += 1
+        events = turn(engine, n, 250, 1) if n < 3 else turn(engine, n, 9000, 2)
+    note = compactions(events)[-1].note
+    assert re.match(r"\d+ older turns were dropped (and the current turn's tool results "
+                    r"were cut down )?without a recap: ", note), note
+    assert (f"Your request was shortened: the model now sees only its first 1,200 of "
+            f"{len(request.strip()):,} characters, in the harness's ledger") in note
+    assert "whole conversation stays in .swival/sessions/" in note
+    short = engine_for(tmp_path / "short", Summarizer(answer=None), window=8192)
+    short.add_user(TASK)
+    events, n = [], 0
+    while not compactions(events):
+        n += 1
+        events = turn(short, n, 250, 1) if n < 3 else turn(short, n, 9000, 2)
+    assert "Your request left the conversation: the model still sees it whole in the " \
+           "harness's ledger" in compactions(events)[-1].note
+
+
+def test_when_only_the_current_turn_is_cut_the_note_says_so(tmp_path: Path) -> None:
+    """A conversation that is only the newest turn (what a previous emergency drop
+    leaves) has no older turns to drop: its results are cut down, and the note says
+    that, not that older turns went."""
+    engine = engine_for(tmp_path, Summarizer(answer=None), window=8192)
+    done = compactions(turn(engine, 1, 9000, 5))
+    assert done and done[-1].reason == "emergency"
+    note = done[-1].note
+    assert note.startswith("The current turn's tool results were cut down to fit the window "
+                           "(nothing older was left to drop).")
+    assert "older turn" not in note and "Your request" not in note
+    assert done[-1].tokens_after <= engine.budget.input_budget
+
+
+def test_a_one_shot_run_is_not_told_to_use_clear(tmp_path: Path) -> None:
+    for interactive, advice in ((True, "start over with /clear"),
+                                (False, "run again with a smaller request")):
+        engine = ContextEngine(ContextSettings(window=1024, interactive=interactive),
+                               "rules " * 900, [])
+        engine.add_user("hello")
+        with pytest.raises(ContextExhausted) as raised:
+            engine.prepare(1)
+        assert advice in str(raised.value) and "larger context window" in str(raised.value)
+        assert ("/clear" in str(raised.value)) is interactive
+    from swival.config import Settings
+    from swival.session import build_session
+    from tests.scripted import ScriptedProvider
+
+    session = build_session(Settings(project_root=tmp_path), ScriptedProvider([]),
+                            interactive=False)  # what `swival -p` builds
+    assert session.agent.context.settings.interactive is False

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from swival.context.engine import ContextEngine, ContextSettings, Storage
 from swival.mcp.hub import Hub
 from swival.mcp.spec import ServerSpec
 from swival.mcp.tools import INLINE_CHARS, Access
-from swival.messages import ToolResult
+from swival.messages import Message, ToolCall, ToolResult
 from swival.render.lines import outcome
 from swival.tools.approval import Approvals
 from swival.tools.base import ToolContext
@@ -150,6 +151,16 @@ def test_a_200kb_result_is_cut_and_saved_for_read_file(shared: Hub, tmp_path: Pa
     # the person's line gives the real size and where the whole result is
     said = outcome(result)
     assert said == f"first 19999 of 200000 characters; full text in {result.meta['path']}"
+    # Cut further by the context engine, the result's totals stay the whole text's.
+    engine = ContextEngine(ContextSettings(window=4096), "You are a coding agent.", [],
+                           storage=Storage(tmp_path / ".swival"))
+    engine.add_user("fetch the big one")
+    call = ToolCall("c1", "mcp__basic__big", {"n": 200_000})
+    engine.add_assistant(Message("assistant", tool_calls=(call,)))
+    seen = engine.add_tool_result(call, result, read_only=True)
+    cut = seen.meta["context_cut"]
+    assert (cut["total_chars"], cut["total_lines"]) == (200_000, 2000)
+    assert cut["kept_lines"] < 2000 and seen.meta["spill_path"] == result.meta["path"]
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

@@ -8,14 +8,18 @@ from pathlib import Path
 
 from swival.commands import dispatch
 from swival.config import Settings
+from swival.errors import ContextOverflowError
+from swival.events import Compacted
 from swival.messages import ToolCall
+from swival.providers.base import ChatRequest
 from swival.session import build_session
 from swival.tools.base import ToolContext
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
 from tests.e2e import run_swival
-from tests.fakeserver import FakeServer, Reply
-from tests.scripted import ScriptedProvider, call, reply
+from tests.fakeserver import FakeServer
+from tests.fakeserver import Reply as ServerReply
+from tests.scripted import Reply, ScriptedProvider, call, reply
 
 CHANGING = {"write_file", "edit_file", "run_command"}
 
@@ -83,10 +87,44 @@ def test_toggling_before_a_request_sends_one_note_for_the_mode_in_force(
 
 def test_one_shot_read_only_sends_only_read_only_tools(tmp_path: Path) -> None:
     with FakeServer(kind="llamacpp") as server:
-        server.script(Reply(text="Here is how it works."))
+        server.script(ServerReply(text="Here is how it works."))
         done = run_swival(server, tmp_path, "-p", "explain the project", "--read-only")
     assert done.returncode == 0, done.stderr
     assert "Plan mode (--read-only)" in done.stderr
     sent = {t["function"]["name"] for t in server.requests[0]["tools"]}
     assert sent and not sent & CHANGING
     assert "[Plan mode: from now on" in server.requests[0]["messages"][-1]["content"]
+
+
+def test_plan_mode_is_told_again_once_compaction_dropped_the_note(tmp_path: Path) -> None:
+    """The note saying plan mode is on goes with its request when a compaction drops
+    old requests (level 3 or the emergency drop, here forced by a server rejecting the
+    prompt twice);
+    the next request tells the model again (at the prompt's tail, so nothing before it
+    is computed again), once."""
+    rejected = ContextOverflowError("the prompt is too long")
+    recap = "The user is planning a change in steps; nothing was edited."
+    answers = iter([*(f"Planned step {n}." for n in range(1, 5)), rejected, rejected,
+                    "Planned step 5.", "Still only planning.", "And the last step."])
+
+    def model(request: ChatRequest) -> Reply | ContextOverflowError:
+        if not request.tools:  # a recap call
+            return reply(recap)
+        answer = next(answers)
+        return answer if isinstance(answer, ContextOverflowError) else reply(answer)
+
+    provider = ScriptedProvider([model] * 12)
+    session = build_session(Settings(project_root=tmp_path, max_output_tokens=1024,
+                                     read_only=True), provider, interactive=True)
+    agent = session.agent
+    for n in range(1, 5):
+        list(agent.run_turn(f"plan step {n}"))
+    assert len(plan_notes(provider.requests[0].messages[-1].content)) == 1
+    events = list(agent.run_turn("plan step 5"))
+    assert [e for e in events if isinstance(e, Compacted) and e.level >= 3]  # turns dropped
+    assert not plan_notes("\n".join(m.content for m in agent.context.history))
+    list(agent.run_turn("go on planning"))
+    notes = plan_notes(provider.requests[-1].messages[-1].content)
+    assert len(notes) == 1 and notes[0].startswith("[Plan mode: from now on")
+    list(agent.run_turn("and the last step"))
+    assert plan_notes(provider.requests[-1].messages[-1].content) == []  # told already

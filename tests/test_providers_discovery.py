@@ -52,13 +52,14 @@ def test_llamacpp_model_and_window_from_props(fake_server: Make) -> None:
     info = provider.info
     assert (info.model, info.window.tokens, info.base_url) == ("smollm2", 6144, server.url)
     assert "/props" in info.window.source and info.model_source == "served by llama.cpp"
+    assert info.window.confirmed_tokens == 6144  # the server said so: never unlearned
 
 
 def test_lmstudio_v1_loaded_model_and_context(fake_server: Make) -> None:
     server = fake_server(kind="lmstudio", window=16384, model="qwen2.5-coder-7b-instruct")
     info = connect(settings(provider="lmstudio", base_url=server.url)).info
     assert (info.model, info.window.tokens) == ("qwen2.5-coder-7b-instruct", 16384)
-    assert "/api/v1/models" in info.window.source
+    assert "/api/v1/models" in info.window.source and info.window.confirmed
 
 
 def test_lmstudio_falls_back_to_v0(fake_server: Make) -> None:
@@ -85,6 +86,7 @@ def test_configured_window_wins(fake_server: Make) -> None:
     info = connect(settings(provider="llamacpp", base_url=server.url,
                             max_context_tokens=8000)).info
     assert info.window.tokens == 8000 and info.window.source == CONFIGURED_WINDOW_SOURCE
+    assert info.window.confirmed_tokens == 0  # a setting, not the server's word
 
 
 def test_generic_first_model_and_unknown_window(fake_server: Make) -> None:

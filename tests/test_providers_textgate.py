@@ -188,6 +188,22 @@ def test_broken_json_in_prose_is_held_but_shown_at_the_end() -> None:
     assert "".join(shown) == reply == done.message.content
 
 
+def test_a_continuation_keeps_its_leading_whitespace() -> None:
+    """A reply continuing one the output limit cut is joined to it as written: " are
+    read." must not become "are read." (the answer would read "The partsare read.")."""
+    continued = ChatRequest([Message("user", "go on")], tools=TOOLS, continues=True)
+    provider = ScriptedProvider((split(" are read.", 3), False))
+    shown, done = run(provider, continued)
+    assert "".join(shown) == done.message.content == " are read."
+    fresh = ScriptedProvider((split(" are read.", 3), False))
+    shown, done = run(fresh)  # a reply's own leading whitespace is still left out
+    assert "".join(shown) == done.message.content == "are read."
+    call = ScriptedProvider((split(" so I read it.\n" + READ_JSON, 5), False))
+    shown, done = run(call, continued)  # repair strips around a call it recovers
+    assert done.message.content == "so I read it." and "".join(shown).strip() == "so I read it."
+    assert done.message.tool_calls[0].name == "read_file"
+
+
 def test_a_marker_split_across_chunks_is_held() -> None:
     gate = TextGate(TOOLS)
     assert gate.feed("Checking.") == "Checking."

@@ -17,6 +17,10 @@ class ContextSettings:
     compaction_target: float = 0.55
     proactive_summaries: bool = False
     counts_include_cache: bool = True  # the server's prompt counts cover cached tokens
+    # A window the server itself said it runs (llama.cpp's n_ctx, LM Studio's loaded
+    # length; 0: none): no silent cut is ever learned below it.
+    confirmed_window: int = 0
+    interactive: bool = True  # a REPL session (False: one-shot, no slash commands)
 
 
 @dataclass(frozen=True)

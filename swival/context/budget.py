@@ -57,11 +57,14 @@ class Budget:
 
 
 def exhausted_text(window: int, estimate: int, schema_tokens: int,
-                   transcript: str | None) -> str:
-    """What the user reads when even the deepest compaction leaves no room."""
+                   transcript: str | None, interactive: bool = True) -> str:
+    """What the user reads when even the deepest compaction leaves no room; a one-shot
+    run (not `interactive`) has no /clear to suggest."""
     where = f" The full conversation is saved in {transcript}." if transcript else ""
+    instead = ("start over with /clear and a smaller request" if interactive else
+               "run again with a smaller request (fewer or smaller @-mentioned files)")
     return (
         f"The conversation no longer fits the {window}-token context window, even after the "
         f"deepest compaction (about {estimate} tokens needed, including {schema_tokens} for "
         f"tool schemas).{where} To continue, load the model with a larger context window "
-        "(and pass --max-context-tokens), or start over with /clear and a smaller request.")
+        f"(and pass --max-context-tokens), or {instead}.")

@@ -27,9 +27,10 @@ counts showed (`baseline`; servers tokenize differently, and the moving-average
 factor lags behind). Either sign is enough, on the first reply that shows it:
 
 - the count sits just under a power of two no larger than the window we budget on
-  (97-100 % of it) while the expected count is over it (by 2 %): the server runs that
-  window. A count at the window with an expected count under it is an ordinary full
-  prompt, not a cut;
+  (97-100 % of it) while the expected count is over it (by 2 %; by 8 % before any
+  complete count, since a tokenizer commonly counts a few percent under ours and the
+  first reply has not shown that yet): the server runs that window. A count at the
+  window with an expected count under it is an ordinary full prompt, not a cut;
 - the count is far below the expected one: under 85 % of it (under 60 % before any
   complete count has given a baseline).
 
@@ -39,7 +40,9 @@ after every cache hit, and falls just under some power of two by chance.
 The learned window is that power of two (local servers run power-of-two windows by
 default), else the count itself, which is what the server kept. A second cut under
 a learned power of two thus falls back to the count. When the power of two is the
-window we budget on, the window stays and the engine raises its count instead.
+window we budget on, the window stays and the engine raises its count instead. A
+window the server confirmed (it reported running it) is never unlearned: a figure
+that would set the window below it is taken as the tokenizer's, not as a cut.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ FACTOR_MAX = 3.0
 PLAUSIBLE = (0.25, 4.0)  # ratios outside this are a different prompt, not a tokenizer
 PINNED_SHARE = 0.97
 PINNED_MARGIN = 1.02  # our count must exceed the power of two by this much
+PINNED_MARGIN_FIRST = 1.08  # the same before any complete count showed the ratio
 FILLED_SHARE = 0.5  # truncation is judged only for prompts this full
 FAR_BELOW = 0.85
 FAR_BELOW_FIRST = 0.6  # before any complete count has shown the tokenizer's ratio
@@ -118,11 +122,14 @@ class Calibration:
             return
         self.factor = min(FACTOR_MAX, max(self.factor, reported / raw_tokens))
 
-    def judge(self, reading: Reading, window: int, estimate: int
+    def judge(self, reading: Reading, window: int, estimate: int, confirmed: int = 0
               ) -> ContextOverflowError | None:
         """Fold in `reading`, or, when it shows the server cut the prompt, leave the
-        calibration alone and return a `truncated` overflow with the real window."""
+        calibration alone and return a `truncated` overflow with the real window
+        (never one under `confirmed`, the window the server said it runs)."""
         learned = self.truncated_window(reading, window)
+        if learned is not None and learned < confirmed:
+            learned = None
         if learned is None:
             self.observe(reading)
             return None
@@ -139,8 +146,9 @@ class Calibration:
             return None
         expected = reading.raw * (self.baseline or 1.0)
         power = _power_of_two_above(reading.reported)
+        margin = PINNED_MARGIN if self.baseline is not None else PINNED_MARGIN_FIRST
         pinned = (power <= window and reading.reported >= PINNED_SHARE * power
-                  and expected > PINNED_MARGIN * power)
+                  and expected > margin * power)
         share = FAR_BELOW if self.baseline is not None else FAR_BELOW_FIRST
         far_below = reading.reported < share * expected
         if not (pinned or far_below):

@@ -116,5 +116,15 @@ def cap_result(content: str, meta: Mapping[str, Any], limit_tokens: int,
         # Shrink by the overshoot (at least 2 %), not a fixed step: a long spill path in
         # the notice should cost the preview a few characters, not a fifth of it.
         chars = int(chars * min(0.98, limit_tokens / used))
-    return Cut(text, saved, sum(len(p) for p in parts), len(content),
-               sum(_lines(p) for p in parts), _lines(content))
+    total_chars, total_lines = _totals(content, meta)
+    return Cut(text, saved, sum(len(p) for p in parts), total_chars,
+               sum(_lines(p) for p in parts), total_lines)
+
+
+def _totals(content: str, meta: Mapping[str, Any]) -> tuple[int, int]:
+    """The size of the whole result: `content`'s, or, when the tool sent only the head
+    of a text it saved whole (`spill_path`), the sizes it declares for that text."""
+    chars, lines = meta.get("total_chars"), meta.get("total_lines")
+    if not meta.get("spill_path") or not isinstance(chars, int):
+        return len(content), _lines(content)
+    return chars, lines if isinstance(lines, int) else _lines(content)

@@ -16,6 +16,8 @@ shrunk or the turn itself dropped when that is what it takes. It runs instead of
 tool results) with the prompt at NEARLY_FULL of the input budget or more; and after
 level 3 when the prompt still exceeds the input budget. After an overflow the server
 reported, levels 2 and 3 still ask for their recap (its requests are sized to fit).
+Its note tells the person what went and why (`emergency_note`), and what the model
+still sees of their request when that went too.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from swival.context.snapshot import Scope
 from swival.errors import ContextOverflowError
 from swival.events import Compacted
 from swival.messages import Message
+from swival.words import plural
 
 KEEP_TURNS = 2  # level 3 keeps the last two turns (level 1: gate.keep)
 RECAP_SHARE, RECAP_MAX = 0.08, 1200  # recap size: share of the input budget, at most
@@ -48,6 +51,37 @@ CAUSES = {
     STILL_OVER: "even the deepest compaction with a recap left the prompt over the window",
     REJECTED: "the server still rejected the prompt after the deepest compaction",
 }
+
+# What the emergency drop did to the newest turn: kept it whole, cut its tool results
+# down, or dropped it too.
+WHOLE, SHRUNK, NOTHING = "whole", "shrunk", "nothing"
+
+
+def emergency_note(older: int, shape: str, cause: str, request: tuple[int, int] | None,
+                   transcript: str) -> str:
+    """What the emergency drop did, for the person: which turns went (`older` turns
+    before the newest, and the newest as `shape` says), why without a recap, and, when
+    the request itself left the conversation (`request`: the characters of it the
+    ledger keeps, of all), what the model still sees of it."""
+    done = [f"{plural(older, 'older turn')} {'was' if older == 1 else 'were'} dropped"
+            ] if older else []
+    if shape == SHRUNK:
+        done.append("the current turn's tool results were cut down")
+    elif shape == NOTHING:
+        done.append("the current turn was dropped too" if older
+                    else "the current turn was dropped")
+    what = " and ".join(done)
+    text = what[0].upper() + what[1:]
+    text += (f" without a recap: {CAUSES[cause]}." if older or shape == NOTHING
+             else " to fit the window (nothing older was left to drop).")
+    if request is not None:
+        kept, total = request
+        text += (f" Your request was shortened: the model now sees only its first "
+                 f"{kept:,} of {total:,} characters, in the harness's ledger"
+                 if kept < total else " Your request left the conversation: the model "
+                 "still sees it whole in the harness's ledger")
+        text += ", without anything attached to it."
+    return text + f" The whole conversation stays in {transcript}."
 
 
 @dataclass
@@ -72,6 +106,8 @@ class Recaps:
     write: Callable[[History, Sequence[Message], str | None], str | None]
     marker: Callable[[History, Sequence[Message]], str]
     transcript: str
+    # How much of the newest request the ledger keeps: (characters kept, in all).
+    request: Callable[[], tuple[int, int]] = lambda: (0, 0)
 
 
 class Compactor:
@@ -93,9 +129,9 @@ class Compactor:
         token of room among those that free enough (gate.Policy). Without `wait` (the
         server has nothing cached to lose), down to the target at once."""
         tokens = self.measure.tokens(state.history)
-        if not self.gate.due(tokens):
-            return []
         waits = wait and self.gate.policy.wait
+        if not self.gate.due(tokens):
+            return self._early(state, tokens, reason, turn) if waits else []
         if waits and not self.gate.forced(tokens) and state.last_level == 0:
             measured, unsent = self._measured(state, 1), self._unsent(state)
             if not self.gate.cheap(unsent):
@@ -106,6 +142,17 @@ class Compactor:
                 if chosen is not None:
                     return self._only(state, chosen, reason, turn)
         return self.run(state, turn, reason, state.last_level + 1, hurry=True)
+
+    def _early(self, state: State, tokens: int, reason: str, turn: int) -> list[Compacted]:
+        """Before the trigger, from the policy's `early` share: a cheap moment takes the
+        level-1 option as at the trigger (Swival's policy never does: see gate.py)."""
+        if state.last_level != 0 or not self.gate.near(tokens):
+            return []
+        unsent = self._unsent(state)
+        if not self.gate.cheap(unsent):
+            return []
+        chosen = self.gate.choose(self._measured(state, 1), self.gate.opportune(), unsent)
+        return self._only(state, chosen, reason, turn) if chosen is not None else []
 
     def _unsent(self, state: State) -> int:
         """The messages not sent yet (calibrated): a rewrite now makes the server compute
@@ -254,20 +301,23 @@ class Compactor:
         history = state.history
         kept, dropped = passes.nuclear(history, 1)
         everything = history.messages()
-        shapes = [(kept, dropped), (passes.shrink(kept, 0, self.measure.counter.message),
-                                    dropped), (kept.with_turns(()), everything)]
-        made = [self._pinned(h, self.recaps.marker(history, gone)) for h, gone in shapes
-                if h.turns != history.turns]
+        shapes = [(WHOLE, kept, dropped),
+                  (SHRUNK, passes.shrink(kept, 0, self.measure.counter.message), dropped),
+                  (NOTHING, kept.with_turns(()), everything)]
+        made = [(shape, self._pinned(h, self.recaps.marker(history, gone)))
+                for shape, h, gone in shapes if h.turns != history.turns]
         if not made:
             return None
-        sizes = [self.measure.tokens(h, remember=False) for h in made]
-        fitting = [h for h, size in zip(made, sizes, strict=True) if self.gate.enough(size)]
-        chosen = fitting[0] if fitting else made[sizes.index(min(sizes))]
+        sizes = [self.measure.tokens(h, remember=False) for _, h in made]
+        fitting = [m for m, size in zip(made, sizes, strict=True) if self.gate.enough(size)]
+        shape, chosen = fitting[0] if fitting else made[sizes.index(min(sizes))]
         state.scope, state.last_level = state.scope.rewritten(), EMERGENCY_LEVEL
         event = self.commit(state, chosen, EMERGENCY_LEVEL, (EMERGENCY, turn))
-        return replace(event, note=(
-            f"Older turns were dropped without a recap: {CAUSES[cause]}. The whole "
-            f"conversation stays in {self.recaps.transcript}."))
+        requests = [t for t in history.turns if t.head.role == "user"]
+        gone = bool(requests) and requests[-1] not in chosen.turns
+        return replace(event, note=emergency_note(
+            len(history.turns) - 1, shape, cause, self.recaps.request() if gone else None,
+            self.recaps.transcript))
 
     def commit(self, state: State, history: History, level: int,
                why: tuple[str, int]) -> Compacted:

@@ -78,7 +78,8 @@ class ContextEngine:
         self._measure = Measure(self.counter, self.calibration, self._view, tool_schemas,
                                 server.count)
         self._compactor = Compactor(self._measure, self.gate, self._render,
-                                    Recaps(self._recap, self._marker, self.storage.where()),
+                                    Recaps(self._recap, self._marker, self.storage.where(),
+                                           lambda: self._ledger.latest),
                                     self._record)
         self._restorer = Restorer(self._compactor, self.knowledge, self._render)
         self._transcript = self.storage.transcript()
@@ -232,13 +233,14 @@ class ContextEngine:
         `focus`: what the user wants it to keep). The ledger is kept either way."""
         return self._compactor.by_request(self._state, level, (reason, turn), focus)
 
-    def use_model(self, window: int, summarize: Summarizer | None, turn: int
-                  ) -> list[Compacted]:
-        """Another model from now on (/model): budget on its `window`, count afresh (its
-        tokenizer differs), recap through `summarize`, and compact at once when the
-        conversation no longer fits; the compactions that took."""
+    def use_model(self, window: int, summarize: Summarizer | None, turn: int,
+                  confirmed: int = 0) -> list[Compacted]:
+        """Another model from now on (/model): budget on its `window` (`confirmed`: the
+        one the server said it runs, or 0), count afresh (its tokenizer differs), recap
+        through `summarize`, and compact at once when the conversation no longer fits;
+        the compactions that took."""
         self.summarize = summarize
-        self.settings = replace(self.settings, window=window)
+        self.settings = replace(self.settings, window=window, confirmed_window=confirmed)
         self.gate.budget = replace(self.budget, window=window)
         self.calibration.forget()
         self._measure.recount()
@@ -286,7 +288,8 @@ class ContextEngine:
             return None
         complete = self.settings.counts_include_cache or usage.cached_tokens is not None
         reading = Reading(usage.prompt_tokens, self._last[1], complete)
-        return self.calibration.judge(reading, self.budget.window, prepared.estimated_tokens)
+        return self.calibration.judge(reading, self.budget.window, prepared.estimated_tokens,
+                                      self.settings.confirmed_window)
 
     def on_overflow(self, error: ContextOverflowError, turn: int) -> list[Compacted]:
         """The server rejected (or cut) the last prompt: adopt its figures, compact one
@@ -300,7 +303,8 @@ class ContextEngine:
 
     def _exhausted_text(self, estimate: int) -> str:
         return exhausted_text(self.budget.window, estimate, self._measure.schema_tokens,
-                              self.storage.where() if self.transcript_path else None)
+                              self.storage.where() if self.transcript_path else None,
+                              self.settings.interactive)
 
     # ----- knowledge and snapshots ---------------------------------------------------------
 

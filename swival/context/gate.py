@@ -56,6 +56,11 @@ class Policy:
     opportune: float = 0.65
     keep_share: float = 0.05  # the turn before the newest stays whole up to this share
     overhead: bool = True  # count the newest messages in every option's cost
+    # From this share of the input budget a cheap moment compacts before the trigger
+    # (1.0: never). It spares a session the rewrite it would make after a large result
+    # at the input budget, but on the recorded runs it re-processes more than it spares
+    # (`benchmarks/replay.py --compare`), so Swival waits for the trigger.
+    early: float = 1.0
 
 
 class Gate:
@@ -66,6 +71,9 @@ class Gate:
 
     def due(self, tokens: int) -> bool:
         return tokens >= self.budget.trigger
+
+    def near(self, tokens: int) -> bool:
+        return tokens >= self.policy.early * self.budget.input_budget
 
     def forced(self, tokens: int) -> bool:
         return tokens >= self.budget.input_budget

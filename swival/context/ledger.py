@@ -4,7 +4,9 @@ every compaction level keeps.
 
 It holds the user's requests verbatim (the first one longer, later ones shorter,
 the most recent few, each once), files created/modified/deleted, commands with exit
-codes and the errors seen. Every list is bounded so the block stays a few hundred
+codes and the errors seen: those of calls that failed (a tool error, a non-zero exit),
+never lines of a successful command's output that merely read like errors (a source
+file that handles `KeyError`). Every list is bounded so the block stays a few hundred
 tokens. Requests still in the history the model sees are not repeated: compaction
 drops user messages only at level 3, and the block is re-rendered on every rewrite.
 
@@ -60,6 +62,7 @@ class Ledger:
         self.commands: deque[tuple[str, int | None]] = deque(maxlen=MAX_COMMANDS)
         self.errors: OrderedDict[str, str] = OrderedDict()  # key -> lines, oldest first
         self.error_chars = error_chars
+        self.latest = (0, 0)  # characters of the newest request kept here, of all
 
     @classmethod
     def for_budget(cls, input_budget: int) -> Ledger:
@@ -68,6 +71,9 @@ class Ledger:
         return cls(min(ERROR_CHARS_MAX, max(ERROR_CHARS_MIN, chars)))
 
     def record_user(self, text: str) -> None:
+        limit = REQUEST_CHARS if self.first_request is not None else FIRST_REQUEST_CHARS
+        total = len(text.strip())
+        self.latest = (min(total, limit), total)
         if self.first_request is None:
             self.first_request = _bounded(text, FIRST_REQUEST_CHARS)
         else:
@@ -100,16 +106,18 @@ class Ledger:
             self.files.popitem(last=False)
 
     def _record_error(self, key: str, result: ToolResult, is_command: bool) -> None:
-        """Keep the newest error lines of `key`; a clean pass marks its old entry."""
+        """Keep the newest error lines of `key` when the call failed (a tool error, a
+        non-zero exit): a successful command's output is not an error, however much it
+        reads like one (`cat` of a file that handles KeyError). A clean pass marks the
+        key's old entry."""
         exit_code = result.meta.get("exit_code")
-        failed = result.is_error or (isinstance(exit_code, int) and exit_code != 0)
-        lines = error_lines(result.content)
-        if not lines and failed:
-            lines = _fallback_line(result.content, is_command)
-        if not lines:
+        if not (result.is_error or (isinstance(exit_code, int) and exit_code != 0)):
             if exit_code == 0 and key in self.errors and not self.errors[key].endswith(
                     PASSED_NOTE):
                 self.errors[key] += PASSED_NOTE
+            return
+        lines = error_lines(result.content) or _fallback_line(result.content, is_command)
+        if not lines:
             return
         text = " | ".join(lines)
         for other in [k for k, v in self.errors.items() if v == text]:

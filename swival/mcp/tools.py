@@ -25,7 +25,7 @@ from swival.redaction import Redactor
 from swival.tools.approval import Approvals, Refusal, person_words
 from swival.tools.base import ToolContext, ToolSpec
 from swival.tools.registry import check_arguments
-from swival.tools.spilled import head_or_spill
+from swival.tools.spilled import head_or_spill, line_count
 from swival.words import clip, plural
 
 INLINE_CHARS = 20_000
@@ -76,7 +76,7 @@ class Access:
             return ToolResult(self._redact(server, f"error: {tool} failed: {text}"),
                               is_error=True, meta=meta)
         shown, saved = head_or_spill(text, INLINE_CHARS, ctx, f"mcp-{server}", "result")
-        lines = shown.count("\n") + 1
+        lines = line_count(text)  # the whole result's, not the head's (when it was saved)
         summary = clip(shown, 40) if lines == 1 else plural(lines, "line")
         if saved:  # the head and the note after it: how much of the whole that is
             head = shown[:shown.rindex("\n[")]

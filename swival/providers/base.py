@@ -13,10 +13,17 @@ UNKNOWN_WINDOW_BUDGET = 8192  # what we budget on when the server will not tell 
 
 @dataclass(frozen=True)
 class WindowInfo:
-    """The context window the server really runs with, and where that figure came from."""
+    """The context window the server really runs with, and where that figure came from.
+    `confirmed`: the server itself reported running it (not a setting nor a guess)."""
 
     tokens: int | None
     source: str
+    confirmed: bool = False
+
+    @property
+    def confirmed_tokens(self) -> int:
+        """The window the server confirmed, or 0."""
+        return (self.tokens or 0) if self.confirmed else 0
 
     @property
     def known(self) -> bool:
@@ -47,13 +54,16 @@ class ProviderInfo:
 @dataclass(frozen=True)
 class ChatRequest:
     """One model call. `tools` are OpenAI function schemas. `estimated_prompt_tokens`
-    is our own count, used to recognise a server that cut the prompt silently."""
+    is our own count, used to recognise a server that cut the prompt silently.
+    `continues`: the reply goes on from one the output limit cut, so its text is joined
+    to that one exactly as written (its leading whitespace included)."""
 
     messages: Sequence[Message]
     tools: Sequence[Mapping[str, Any]] = ()
     max_output_tokens: int = 1024
     estimated_prompt_tokens: int = 0
     temperature: float | None = None
+    continues: bool = False
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ def _lmstudio_v1(server: Server, model: str | None) -> Discovered | None:
                 continue
             ctx = (inst.get("config") or {}).get("context_length")
             window = (
-                WindowInfo(int(ctx), "LM Studio loaded context length (/api/v1/models)")
+                WindowInfo(int(ctx), "LM Studio loaded context length (/api/v1/models)", True)
                 if isinstance(ctx, int) else _unknown("LM Studio did not report the context")
             )
             return Discovered(model or ident, "configured" if model else "loaded in LM Studio",
@@ -108,7 +108,7 @@ def _lmstudio_v0(server: Server, model: str | None) -> Discovered | None:
             continue
         ctx = entry.get("loaded_context_length")
         window = (
-            WindowInfo(int(ctx), "LM Studio loaded context length (/api/v0/models)")
+            WindowInfo(int(ctx), "LM Studio loaded context length (/api/v0/models)", True)
             if isinstance(ctx, int) else _unknown("LM Studio did not report the context")
         )
         return Discovered(model or entry["id"], "configured" if model else "loaded in LM Studio",
@@ -148,7 +148,7 @@ def discover_llamacpp(server: Server, model: str | None) -> Discovered:
         settings = props.get("default_generation_settings") or {}
         n_ctx = settings.get("n_ctx") or props.get("n_ctx")
         if isinstance(n_ctx, int) and n_ctx > 0:
-            window = WindowInfo(n_ctx, "llama.cpp /props n_ctx")
+            window = WindowInfo(n_ctx, "llama.cpp /props n_ctx", confirmed=True)
     except ProbeError as exc:
         if exc.unreachable:
             raise

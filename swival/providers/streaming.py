@@ -119,7 +119,7 @@ class StreamingProvider:
     def stream(self, request: ChatRequest) -> Iterator[StreamItem]:
         """See `Provider.stream`; the steps are in the module docstring."""
         for _ in range(2):
-            gate = TextGate(request.tools)
+            gate = TextGate(request.tools, keep_leading=request.continues)
             completion = None
             for item in self._with_retries(request, gate):
                 if isinstance(item, Completion):

@@ -14,11 +14,13 @@ chunks and the caller:
   naming no known tool. Anything else (an unfinished object, a `<tool_call>` tag, a known
   function, a real call) holds everything after it until the reply ends;
 - whitespace at the end of the shown part is held, and whitespace at the very start of the
-  reply is never shown, because repair strips the text around the calls it removes;
+  reply is never shown, because repair strips the text around the calls it removes; except
+  in a reply that continues one the output limit cut (`keep_leading`), whose text is joined
+  to the cut one as written: there it is shown with the first text after it;
 - `settle` takes the repaired Completion and returns the rest of its content after the text
   already shown. Recovered calls are never shown, and the shown text plus that rest is exactly
   the final content (whose leading whitespace `settle` drops, as repair already does whenever it
-  recovers a call).
+  recovers a call; a continuation keeps it unless repair dropped it).
 
 Why this is safe: every span repair removes starts at a marker, and the gate never shows text
 from a marker onwards unless that marker cannot start a removed span. So what was shown is
@@ -81,8 +83,9 @@ class TextGate:
     lets everything through untouched.
     """
 
-    def __init__(self, tools: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, tools: Sequence[Mapping[str, Any]], *, keep_leading: bool = False) -> None:
         self._tools = tools
+        self._keep_leading = keep_leading
         self._names = tool_names(tools)
         self.restart()
 
@@ -110,7 +113,8 @@ class TextGate:
         end = self._safe_end()
         if end <= self._end:
             return ""
-        if self._end == 0:  # the first text shown: leave out the reply's leading whitespace
+        if self._end == 0 and not self._keep_leading:
+            # the first text shown: leave out the reply's leading whitespace
             self._start = self._end = len(self._text) - len(self._text.lstrip())
         shown, self._end = self._text[self._end:end], end
         return shown
@@ -119,15 +123,17 @@ class TextGate:
         """Given the repaired completion, return (text still to show, final completion)."""
         if not self._names:
             return "", completion
-        content = completion.message.content
-        trimmed = content.lstrip()
-        if not trimmed.startswith(self.shown):
+        content, shown = completion.message.content, self.shown
+        trimmed = content if self._keep_leading else content.lstrip()
+        if not trimmed.startswith(shown):  # a continuation whose calls repair recovered
+            trimmed, shown = content.lstrip(), shown.lstrip()
+        if not trimmed.startswith(shown):
             # Unreachable while every removed span starts at a marker (module docstring);
             # never repeat or invent text: the content stays as repair left it.
             return "", completion
         if trimmed != content:
             completion = replace(completion, message=replace(completion.message, content=trimmed))
-        return trimmed[len(self.shown):], completion
+        return trimmed[len(shown):], completion
 
     def _safe_end(self) -> int:
         """Move the scan past released candidates; return how far the text may be shown."""
