@@ -35,4 +35,4 @@ def lines_of(shown: int, total: int) -> str:
 def percent(part: float, whole: float, places: int = 0) -> str:
     """`part` as a share of `whole`, rounded to `places` decimals by the one rule every
     figure on screen follows: percent(897, 1000) -> "90%", percent(897, 1000, 1) -> "89.7%"."""
-    return f"{100 * part / whole:.{places}f}%"
+    return f"{100 * part / (whole or 1):.{places}f}%"  # nothing of nothing: 0%

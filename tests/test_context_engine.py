@@ -294,7 +294,8 @@ def test_a_pasted_request_cut_for_the_model_is_shown_to_the_person(tmp_path: Pat
     shown = spilled.relative_to(tmp_path).as_posix()
     assert warning.startswith("Your request is too long for the context window: the model "
                               "sees its first ")
-    assert f" of {len(pasted):,} characters (" in warning
+    kept = int(warning.split("sees its first ")[1].split(" of ")[0].replace(",", ""))
+    assert f" of {len(pasted):,} characters ({round(100 * kept / len(pasted))}%, " in warning
     assert warning.endswith(f"the whole text is saved in {shown}.")
     assert spilled.read_text() == pasted
     seen = provider.requests[0].messages[-1].content

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from swival.context.caps import Cut, cap_result
 from swival.messages import ToolResult
+from swival.words import percent
 
 REQUEST_SHARE = 0.5  # a request and its attachments take at most this share of the budget
 SMALLEST_PART = 64  # tokens an attached part gets at least, however full the request
@@ -59,9 +60,9 @@ class Sent:
             return ""
         where = (f"the whole text is saved in {cut.saved}" if cut.saved
                  else "the rest was not saved (there is no state directory)")
-        share = 100 * cut.kept_chars // max(1, cut.total_chars)
+        share = percent(cut.kept_chars, cut.total_chars)
         return (f"Your request is too long for the context window: the model sees its first "
-                f"{cut.kept_chars:,} of {cut.total_chars:,} characters ({share} %, "
+                f"{cut.kept_chars:,} of {cut.total_chars:,} characters ({share}, "
                 f"{cut.kept_lines:,} of {cut.total_lines:,} lines); {where}.")
 
 

@@ -30,7 +30,7 @@ from swival.mcp.schema import (
     parameters_of,
     shorten,
 )
-from swival.words import plural
+from swival.words import percent, plural
 
 WARN_SHARE = 0.30
 LIMIT_SHARE = 0.50
@@ -110,7 +110,7 @@ class Plan:
         if self.whole <= WARN_SHARE * self.budget:
             return None
         figures = ", ".join(f"{s.name} {plural(s.tools, 'tool')} {s.full}" for s in self.servers)
-        text = (f"Tool schemas take {self.whole} tokens, {_pct(self.whole, self.budget)} of "
+        text = (f"Tool schemas take {self.whole} tokens, {percent(self.whole, self.budget)} of "
                 f"the {self.budget}-token input budget (built-in tools {self.base}; MCP: "
                 f"{figures}).")
         shortened = [s for s in self.servers if s.mode == "short"]
@@ -121,12 +121,9 @@ class Plan:
             text += (f" Held back {', '.join(self.held)}: the model reaches "
                      f"{'it' if len(self.held) == 1 else 'them'} through mcp_list and "
                      f"mcp_call ({self.gateway} tokens).")
-        text += f" Now {self.total} tokens ({_pct(self.total, self.budget)})."
+        text += f" Now {self.total} tokens ({percent(self.total, self.budget)})."
         return text
 
-
-def _pct(part: int, whole: int) -> str:
-    return f"{100 * part / max(whole, 1):.0f}%"
 
 
 def make_plan(servers: Mapping[str, Sequence[Entry]], base: int, budget: int,

@@ -109,7 +109,7 @@ class McpTools:
                 "mcp_call)" if plan.held else "")
         return [f"MCP tool schemas planned again for the {plan.budget}-token input "
                 f"budget{' in plan mode' if self.registry.read_only else ''}: "
-                f"{plan.total} tokens ({100 * plan.total / max(plan.budget, 1):.0f}%){held}.",
+                f"{plan.total} tokens ({percent(plan.total, plan.budget)}){held}.",
                 *notes]
 
     def _plan(self, budget: int) -> tuple[Plan, list[Tool]]:
@@ -215,7 +215,7 @@ class McpTools:
         if plan is None:
             return "The tool list is not fixed yet: it is, before the first request."
         return (f"Tool schemas: {plan.total} tokens of the {plan.budget}-token input budget "
-                f"({percent(plan.total, max(plan.budget, 1))}), built-in tools "
+                f"({percent(plan.total, plan.budget)}), built-in tools "
                 f"{plan.base}.")
 
     def close(self) -> None:
