@@ -22,13 +22,14 @@ still sees of their request when that went too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from swival.context import passes
 from swival.context.gate import Gate, Option, options
 from swival.context.history import History
 from swival.context.measure import Measure
+from swival.context.recaps import Recaps
 from swival.context.snapshot import Scope
 from swival.errors import ContextOverflowError
 from swival.events import Compacted
@@ -36,7 +37,6 @@ from swival.messages import Message
 from swival.words import plural
 
 KEEP_TURNS = 2  # level 3 keeps the last two turns (level 1: gate.keep)
-RECAP_SHARE, RECAP_MAX = 0.08, 1200  # recap size: share of the input budget, at most
 # Level 2 re-renders the pinned block, so the server re-reads the whole prompt: make
 # that rewrite buy headroom by landing this share of the input budget under the target.
 DROP_MARGIN = 0.15
@@ -96,29 +96,12 @@ class State:
     reprocessed: int = 0  # tokens all rewrites made the server compute again
 
 
-@dataclass(frozen=True)
-class Recaps:
-    """How the compactor gets the recap of the turns it drops: `write` asks the model
-    (with the focus the user gave, or None; returns None when the model wrote none),
-    `marker` makes one without a model call. `transcript` is where every message is
-    kept."""
-
-    write: Callable[[History, Sequence[Message], str | None], str | None]
-    marker: Callable[[History, Sequence[Message]], str]
-    transcript: str
-    # How much of the newest request the ledger keeps: (characters kept, in all).
-    request: Callable[[], tuple[int, int]] = lambda: (0, 0)
-
-
 class Compactor:
     def __init__(self, measure: Measure, gate: Gate,
                  render: Callable[[History], Message | None], recaps: Recaps,
                  record: Callable[[History, Compacted], None]) -> None:
         self.measure, self.gate = measure, gate
         self._render, self.recaps, self._record = render, recaps, record
-
-    def recap_tokens(self) -> int:
-        return min(RECAP_MAX, int(self.gate.budget.input_budget * RECAP_SHARE))
 
     def due(self, state: State, turn: int, reason: str, wait: bool = True
             ) -> list[Compacted]:
@@ -257,7 +240,7 @@ class Compactor:
         budget = self.gate.budget
         aim = max(budget.target // 2, budget.target - int(budget.input_budget * DROP_MARGIN))
         factor = self.measure.calibration.factor
-        over = int((self.measure.tokens(state.history) - aim) / factor) + self.recap_tokens()
+        over = int((self.measure.tokens(state.history) - aim) / factor) + self.recaps.tokens()
         keep = self.gate.keep(state.history) if level == 1 else KEEP_TURNS
         found = options(state.history, level, keep, self.measure.counter.message, over)
         return [self._option(state, level, h, d) for h, d in found
@@ -271,7 +254,7 @@ class Compactor:
         if level > 1 and dropped:
             history = replace(history, recap=None, pinned=None)
             history = replace(history, pinned=self._render(history))
-            recap = self.recap_tokens()
+            recap = self.recaps.tokens()
         raw = self.measure.raw(history, remember=False) + recap
         cost = self.measure.cost(history, state.sent) + recap
         return Option(level, history, dropped, self.measure.calibration.apply(raw), cost)

@@ -1,7 +1,7 @@
 """The context engine: the facade the agent calls. It holds the conversation as a value
 (`History`, history.py) and its collaborators — the token counter and calibration,
 the gate (budget and choice of rewrite), the ledger, knowledge, the transcript and the
-summarizer — and replaces the history with what the passes return.
+recaps (recaps.py) — and replaces the history with what the passes return.
 
 The agent calls, in order, for every turn:
 
@@ -35,18 +35,19 @@ from swival.context.api import ContextSettings, ContextUsage, Prepared
 from swival.context.background import Background, Checkpoints
 from swival.context.budget import OUTPUT_FLOOR, Budget, exhausted_text
 from swival.context.calibration import Calibration, Reading
-from swival.context.compactor import NEARLY_FULL, Compactor, Recaps, State
+from swival.context.compactor import NEARLY_FULL, Compactor, State
 from swival.context.gate import Gate
 from swival.context.history import Facts, History
 from swival.context.intake import Intake, Part, Sent
 from swival.context.knowledge import Knowledge
 from swival.context.ledger import Ledger
 from swival.context.measure import Measure
+from swival.context.recaps import Recaps
 from swival.context.restore import Restorer
 from swival.context.resume import rebuild, transcript_meta
 from swival.context.snapshot import Refused, Restored
 from swival.context.storage import Memory, ServerAid, Storage
-from swival.context.summarize import Recapper, Summarizer, fallback_recap
+from swival.context.summarize import Summarizer
 from swival.context.tokens import TokenCounter
 from swival.context.transcript import replay
 from swival.errors import ContextExhausted, ContextOverflowError
@@ -67,7 +68,6 @@ class ContextEngine:
         does for the engine (recaps, its own prompt counts)."""
         server = server or ServerAid()
         self.settings, self.storage = settings, storage or Memory()
-        self.summarize = server.summarize
         self.knowledge = Knowledge(self.storage.state_dir if self.storage.keep_todos else None)
         self.counter = TokenCounter()
         self.calibration = Calibration()
@@ -77,15 +77,16 @@ class ContextEngine:
         self._schemas = tuple(tool_schemas)
         self._measure = Measure(self.counter, self.calibration, self._view, tool_schemas,
                                 server.count)
-        self._compactor = Compactor(self._measure, self.gate, self._render,
-                                    Recaps(self._recap, self._marker, self.storage.where(),
-                                           lambda: self._ledger.latest),
+        self.recaps = Recaps(server.summarize, self.counter.text, self.gate,
+                             self.storage.where(), self.knowledge.checkpoint_text,
+                             lambda: self._ledger.latest)
+        self._compactor = Compactor(self._measure, self.gate, self._render, self.recaps,
                                     self._record)
         self._restorer = Restorer(self._compactor, self.knowledge, self._render)
         self._transcript = self.storage.transcript()
-        self._checkpoints = Checkpoints(Background(self._checkpoint_recap), self.knowledge,
+        self._checkpoints = Checkpoints(Background(self.recaps.checkpoint), self.knowledge,
                                         self.counter.text) if (
-            settings.proactive_summaries and self.summarize) else None
+            settings.proactive_summaries and server.summarize) else None
         self._fresh_state()
 
     @property
@@ -201,6 +202,10 @@ class ContextEngine:
         """Between user requests: collect and start proactive checkpoints."""
         return self._proactive(turn)
 
+    def _proactive(self, turn: int) -> list[Checkpointed]:
+        checkpoints, messages = self._checkpoints, self._state.history.messages()
+        return checkpoints.step(turn, messages) if checkpoints else []
+
     # ----- the gate and compaction -------------------------------------------------------
 
     def prepare(self, turn: int) -> Prepared:
@@ -239,7 +244,7 @@ class ContextEngine:
         one the server said it runs, or 0), count afresh (its tokenizer differs), recap
         through `summarize`, and compact at once when the conversation no longer fits;
         the compactions that took."""
-        self.summarize = summarize
+        self.recaps.summarize = summarize
         self.settings = replace(self.settings, window=window, confirmed_window=confirmed)
         self.gate.budget = replace(self.budget, window=window)
         self.calibration.forget()
@@ -250,25 +255,6 @@ class ContextEngine:
     def _render(self, history: History) -> Message | None:
         return pinned.render(self._ledger, self.knowledge.pinned_sections(), history,
                              self.storage.where())
-
-    def _recapper(self) -> Recapper | None:
-        if self.summarize is None:
-            return None
-        return Recapper(self.summarize, self.counter.text, self.storage.where(),
-                        self.budget.input_budget, self._compactor.recap_tokens())
-
-    def _recap(self, history: History, dropped: Sequence[Message],
-               focus: str | None) -> str | None:
-        """A model recap merged with the previous one; None when there is no model or
-        it wrote none (the compactor then drops without one)."""
-        recapper = self._recapper()
-        return recapper.recap(dropped, history.recap, focus) if recapper else None
-
-    def _marker(self, history: History, dropped: Sequence[Message]) -> str:
-        """A recap made without the model: the previous recap, the checkpoint summaries
-        and a marker naming the transcript (summarize.fallback_recap)."""
-        return fallback_recap(history.recap, len(dropped), self.knowledge.checkpoint_text(),
-                              self.storage.where(), self._compactor.recap_tokens() * 6)
 
     def _record(self, history: History, event: Compacted) -> None:
         if self._checkpoints:
@@ -328,21 +314,11 @@ class ContextEngine:
 
     def restore(self, force: bool, turn: int) -> Refused | Restored:
         """/restore: the summarizer writes the summary of the scope, which is collapsed."""
-        return self._restorer.by_user(self._state, self._recapper(), force, turn)
+        return self._restorer.by_user(self._state, self.recaps.recapper(), force, turn)
 
     def todos(self) -> list[tuple[int, str, bool]]:
         """(id, text, done) of every todo item, for /todo."""
         return self.knowledge.todos()
-
-    # ----- proactive checkpoints -----------------------------------------------------------
-
-    def _checkpoint_recap(self, messages: Sequence[Message]) -> str | None:
-        recapper = self._recapper()
-        return recapper.recap(messages, None) if recapper else None
-
-    def _proactive(self, turn: int) -> list[Checkpointed]:
-        checkpoints, messages = self._checkpoints, self._state.history.messages()
-        return checkpoints.step(turn, messages) if checkpoints else []
 
     # ----- for the REPL ------------------------------------------------------------------------
 
@@ -391,17 +367,14 @@ class ContextEngine:
         to the same file. Returns the number of messages restored."""
         state = replay(path)
         self._fresh_state()
-        self._ledger, history = rebuild(state.records, state.history,
-                                        lambda: Ledger.for_budget(self.budget.input_budget),
-                                        self.counter.message)
+        self._ledger, history = rebuild(state, lambda: Ledger.for_budget(
+            self.budget.input_budget), self.counter.message)
         self.knowledge.reload()
-        history = replace(history, recap=state.recap)
         if state.rewritten:
             history = replace(history, pinned=self._render(history))
         self._state.history = history
         self.storage = self.storage.resumed(path)
-        self._compactor.recaps = replace(self._compactor.recaps,
-                                         transcript=self.storage.where())
+        self.recaps.transcript = self.storage.where()
         if self._transcript:
             self._transcript.close()
         self._transcript = self.storage.transcript(path)

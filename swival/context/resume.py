@@ -3,11 +3,13 @@ what the transcript keeps about each tool result to make that possible."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from swival.context.history import Count, Facts, History
 from swival.context.ledger import Ledger
+from swival.context.transcript import Replayed
 from swival.messages import Message, ToolCall, ToolResult
 
 META_KEYS = ("kind", "path", "lines", "pattern", "matches", "exit_code", "changed",
@@ -24,15 +26,15 @@ def transcript_meta(result: ToolResult, read_only: bool) -> dict[str, Any]:
     return meta
 
 
-def rebuild(records: Sequence[Mapping[str, Any]], messages: Sequence[Message],
-            new_ledger: Callable[[], Ledger], count: Count) -> tuple[Ledger, History]:
+def rebuild(replayed: Replayed, new_ledger: Callable[[], Ledger], count: Count
+            ) -> tuple[Ledger, History]:
     """The ledger as the recorded session left it (every message since the last
-    /clear replayed into ledgers made by `new_ledger`), and `messages` as a History
-    with the facts of their tool results."""
+    /clear replayed into ledgers made by `new_ledger`), and its history as a History
+    with the facts of their tool results and the recap of its last rewrite."""
     ledger = new_ledger()
     calls: dict[str, ToolCall] = {}
     metas: dict[str, Mapping[str, Any]] = {}
-    for record in records:
+    for record in replayed.records:
         kind = record.get("type")
         if kind == "clear":
             ledger = new_ledger()
@@ -48,7 +50,7 @@ def rebuild(records: Sequence[Mapping[str, Any]], messages: Sequence[Message],
             ledger.record_result(calls[message.tool_call_id],
                                  ToolResult(message.content, bool(meta.get("is_error")), meta))
     history = History()
-    for message in messages:
+    for message in replayed.history:
         call = calls.get(message.tool_call_id or "")
         facts = None
         if message.role == "tool" and call is not None:
@@ -56,4 +58,4 @@ def rebuild(records: Sequence[Mapping[str, Any]], messages: Sequence[Message],
             facts = Facts.from_meta(call.name, meta, bool(meta.get("is_error")),
                                     bool(meta.get("read_only", True)))
         history = history.add(message, facts, count)
-    return ledger, history
+    return ledger, replace(history, recap=replayed.recap)

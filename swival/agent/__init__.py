@@ -13,11 +13,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from swival.agent.cuts import Cuts
+from swival.agent.plan import mode_note
+from swival.agent.window import WindowCheck
 from swival.context.engine import ContextEngine, Prepared
 from swival.errors import ContextExhausted, ContextOverflowError, ProviderError
 from swival.events import (
     Compacted,
-    Continued,
     Event,
     ModelCallFinished,
     ModelCallStarted,
@@ -49,26 +51,8 @@ if TYPE_CHECKING:
     from swival.providers.factory import Connector
 
 MAX_OVERFLOW_RETRIES = 4
-MAX_CONTINUATIONS = 2  # replies cut by the output limit in a row before the turn stops
 RECAP_OUTPUT_TOKENS = 1024
 INTERRUPTED_RESULT = "[interrupted by the user before this call finished; it may not have run]"
-CONTINUE_NOTE = ("[Your reply was cut off by the output limit. Continue exactly where it "
-                 "stopped; do not repeat what you already wrote.]")
-CUT_CALL_RESULT = (
-    "error: not run. Your reply reached the output limit ({limit} tokens) while writing this "
-    "call, so its arguments are incomplete. Write smaller pieces: create a file with its "
-    "first part and add the rest with edit_file, or split the work over several calls."
-)
-READ_ONLY_ON = ("[Plan mode: from now on you only have tools that change nothing ({}). Do "
-                "not try to edit files or run commands: explain, or write a plan for the user "
-                "to approve.]")
-READ_ONLY_OFF = "[Plan mode is over: all your tools are available again ({}).]"
-_READ_ONLY_ON_HEAD, _READ_ONLY_OFF_HEAD = READ_ONLY_ON[:24], READ_ONLY_OFF[:20]
-OUTPUT_LIMIT_TEXT = (
-    "The reply was cut off by the output limit {count} times in a row ({limit} tokens), so "
-    "it is incomplete. Raise --max-output-tokens (or load a larger window), or ask for a "
-    "shorter answer."
-)
 
 
 def make_summarizer(
@@ -139,26 +123,21 @@ class Agent:
         self._clock = 0  # model calls in the whole session (what the context engine sees)
         self._calls = 0
         self._usage = Usage()
-        self._cuts = 0  # replies cut by the output limit in a row
-        self._reply_limit = 0  # max_tokens of the last request
+        self._cuts = Cuts()
         self._notes: list[str] = []  # for the model, sent with the next request
-        # After /model to a model whose window is unknown (LM Studio loads it on its first
-        # request): "switched", then "sent" once a request reached it, when it is read again.
-        self._window_check = ""
+        self._window = WindowCheck(config.connector)  # after /model (window.py)
 
     def run_turn(self, text: str) -> Iterator[Event]:
         """Handle one user request. The last event is always `TurnFinished`.
 
-        A reply cut by the output limit is never taken as the answer: it is continued,
-        or, when the cut fell inside a tool call, the call is refused with a request for
-        smaller pieces; after MAX_CONTINUATIONS cuts in a row the turn stops with
-        "output_limit". On Ctrl-C the caller catches KeyboardInterrupt and calls
-        `interrupted()`, which answers any unanswered tool call so the conversation
-        stays valid.
+        A reply cut by the output limit is never taken as the answer (cuts.py); when the
+        cuts go on, the turn stops with "output_limit". On Ctrl-C the caller catches
+        KeyboardInterrupt and calls `interrupted()`, which answers any unanswered tool
+        call so the conversation stays valid.
         """
         yield from self._begin(text)
         self._turn, self._calls, self._usage = 0, 0, Usage()
-        self._cuts = 0  # an earlier request's cuts are not this one's
+        self._cuts.count = 0  # an earlier request's cuts are not this one's
         parts: list[str] = []  # texts of cut replies, joined with the one that finishes
         while self._turn < self.config.max_turns:
             self._turn += 1
@@ -167,9 +146,9 @@ class Agent:
             message = completion.message
             self.context.add_assistant(message)
             if completion.finish_reason == "length":
-                stop = yield from self._after_cut(message, parts)
+                stop = yield from self._cuts.after(message, parts, self.context, self._clock)
                 if stop is not None:
-                    yield stop
+                    yield replace(self._finished(stop, "output_limit"), partial="".join(parts))
                     return
                 continue
             if not message.tool_calls:
@@ -195,7 +174,8 @@ class Agent:
         if self.tool_ctx.undo is not None and not self.config.subagent:
             self.tool_ctx.undo.begin(text)
         mentions = attach(text, self.tool_ctx)
-        notes = "\n\n".join(part for part in (*self._notes, self._mode_note()) if part)
+        mode = mode_note(self.tools.read_only, self.tools.names, self.context.history)
+        notes = "\n\n".join(part for part in (*self._notes, mode) if part)
         self._notes = []
         sent = self.context.add_user(text, self.config.redactor.redact(notes),
                                      mentions.attached, mentions.note)
@@ -211,53 +191,6 @@ class Agent:
         """Tell the model `text` with the next request (e.g. what /undo changed)."""
         self._notes.append(text)
 
-    def _mode_note(self) -> str:
-        """The plan-mode note for this request: one, saying the mode the tools are in,
-        when that differs from what the conversation tells the model now (its newest
-        plan-mode note; none: all tools). However often /plan was toggled in between,
-        the model never gets contradicting notes; and when compaction dropped the note
-        that told it, the next request tells it again."""
-        on = self.tools.read_only
-        if on == self._told_read_only():
-            return ""
-        return (READ_ONLY_ON if on else READ_ONLY_OFF).format(", ".join(self.tools.names))
-
-    def _told_read_only(self) -> bool:
-        """The mode the newest plan-mode note still in the conversation announced."""
-        for message in reversed(self.context.history):
-            if message.role != "user":
-                continue
-            on, off = message.content.rfind(_READ_ONLY_ON_HEAD), message.content.rfind(
-                _READ_ONLY_OFF_HEAD)
-            if on >= 0 or off >= 0:
-                return on > off
-        return False
-
-    def _after_cut(self, message: Message, parts: list[str]
-                   ) -> Generator[Event, None, TurnFinished | None]:
-        """A reply the output limit cut: refuse its tool calls (their arguments are
-        incomplete) or keep its text and ask the model to go on. The TurnFinished to
-        end with once the cuts pass MAX_CONTINUATIONS, else None."""
-        self._cuts += 1
-        limit = self._reply_limit
-        for call in message.tool_calls:
-            yield ToolStarted(call)
-            result = ToolResult(CUT_CALL_RESULT.format(limit=limit), is_error=True)
-            yield ToolFinished(call, self.context.add_tool_result(call, result,
-                                                                  read_only=True), 0.0)
-        if message.tool_calls:
-            yield from self.context.after_tool_batch(self._clock)
-        else:
-            parts.append(message.content)
-        if self._cuts > MAX_CONTINUATIONS:
-            finished = self._finished(OUTPUT_LIMIT_TEXT.format(count=self._cuts, limit=limit),
-                                      "output_limit")
-            return replace(finished, partial="".join(parts))
-        if not message.tool_calls:
-            self.context.add_note(CONTINUE_NOTE)
-            yield Continued(self._cuts, limit)
-        return None
-
     def clear(self) -> None:
         """/clear: forget the conversation, the context's knowledge and ledger, which
         files were read (so writes need a fresh read) and the repeated-call record."""
@@ -268,7 +201,7 @@ class Agent:
     def set_read_only(self, on: bool) -> list[str] | None:
         """Offer only the tools that change nothing (plan mode), or all of them again; the
         next request tells the model if the mode differs from what it was last told (see
-        `_mode_note`). None when the mode was already so, else what the tool source said
+        `plan.mode_note`). None when the mode was already so, else what the tool source said
         about fitting its tools to the mode."""
         if self.tools.read_only == on:
             return None
@@ -307,33 +240,20 @@ class Agent:
         window and recaps go to it; the compactions that made the conversation fit the
         new window, if it had to shrink."""
         self.provider = provider
-        known = provider.info.window.known or self.config.connector is None
-        self._window_check = "" if known else "switched"
+        self._window.switched(provider)
         summarize = make_summarizer(provider, self.config.temperature)
         window = provider.info.window
         return self.context.use_model(window.budget_tokens, summarize, self._clock,
                                       window.confirmed_tokens)
 
     def _reread_window(self) -> Iterator[Event]:
-        """Once a request reached a model switched to with its window unknown (LM Studio
-        loads a model on its first request, and only then reports its window): detect it
-        again and budget on it, or say which window is assumed and how to set it."""
-        if self._window_check != "sent" or self.config.connector is None:
-            return
-        self._window_check, model = "", self.provider.info.model
-        try:
-            fresh: Provider | None = self.config.connector.connect(model)
-        except ProviderError:
-            fresh = None
-        if fresh is None or not fresh.info.window.known or fresh.info.model != model:
-            yield Notice(f"{model}'s window is still unknown after its first request: "
-                         f"budgeting on {self.provider.info.window.budget_tokens} tokens. If "
-                         "it runs with another, set max_context_tokens (--max-context-tokens) "
-                         "to it.", "warning")
-            return
-        yield from self.use_provider(fresh)
-        yield Notice(f"{model} is loaded: window {fresh.info.window.describe()}; the budget "
-                     "follows it now.")
+        """Budget on the window of a model switched to while it was unknown, once it is
+        known (see WindowCheck.reread), and say so."""
+        fresh, notice = self._window.reread(self.provider)
+        if fresh is not None:
+            yield from self.use_provider(fresh)
+        if notice is not None:
+            yield notice
 
     def interrupted(self) -> TurnFinished:
         """Close an interrupted turn: answer pending tool calls with a synthetic result."""
@@ -390,10 +310,8 @@ class Agent:
                 continue
             if completion.notes:
                 yield Notice("Repaired: " + "; ".join(completion.notes) + ".")
-            if completion.finish_reason != "length":
-                self._cuts = 0
-            self._reply_limit = prepared.max_output_tokens
-            self._window_check = "sent" if self._window_check else ""
+            self._cuts.replied(completion.finish_reason, prepared.max_output_tokens)
+            self._window.sent()
             return completion
         raise ContextExhausted(
             "The server kept rejecting the prompt as too long even after compaction. "
