@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from swival import __version__
+from swival.cliparse import LazyCommand
 from swival.errors import ConfigError, SwivalError, Terminated, UsageError
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def _version(ctx: typer.Context, value: bool) -> None:
 Opt = typer.Option
 
 
-@app.command(epilog=EXIT_CODES_HELP)
+@app.command(cls=LazyCommand, epilog=EXIT_CODES_HELP)
 def run(  # noqa: PLR0913 - one parameter per documented option
     task: Annotated[str | None, typer.Argument(help="The task (one-shot). Omit for the REPL.")]
     = None,
