@@ -1,6 +1,6 @@
-"""The model client's set-up leaves trio out of httpcore (swival/providers/wire.py): a fresh
-process warms the client of a local server, sends real requests to the loopback fake, and
-trio stays importable for anything else that wants it."""
+"""The model client's set-up leaves out what it never uses (swival/providers/wire.py): a
+fresh process warms the client of a local server without trio or httpx's command line,
+sends a real request to the loopback fake, and both stay importable afterwards."""
 
 from __future__ import annotations
 
@@ -27,16 +27,16 @@ from swival.providers.factory import connect, warm_up
 
 provider = connect(Settings(provider="llamacpp", base_url=sys.argv[1]))
 warm_up(provider)
-result = {"httpcore": "httpcore" in sys.modules, "trio": "trio" in sys.modules}
+result = {m: m in sys.modules for m in ("httpcore", "trio", "httpx._main", "click")}
 result["answer"] = complete(provider, ChatRequest([Message("user", "hi")])).message.content
-import trio  # the block lasted only for httpcore's import
-result["trio later"] = trio.__name__
+import trio, httpx._main  # held back only while httpx and httpcore loaded
+result["later"] = [trio.__name__, httpx._main.__name__]
 print(json.dumps(result))
 """
 
 
 @pytest.mark.skipif(importlib.util.find_spec("trio") is None, reason="trio is not installed")
-def test_the_client_loads_without_trio(fake_server: Callable[..., FakeServer]) -> None:
+def test_the_client_loads_without_trio_or_httpx_cli(fake_server: Callable[..., FakeServer]) -> None:
     server = fake_server(kind="llamacpp")
     server.script(text("Hello there."))
     out = subprocess.run(
@@ -52,6 +52,8 @@ def test_the_client_loads_without_trio(fake_server: Callable[..., FakeServer]) -
     assert result == {
         "httpcore": True,
         "trio": False,
+        "httpx._main": False,
+        "click": False,
         "answer": "Hello there.",
-        "trio later": "trio",
+        "later": ["trio", "httpx._main"],
     }
