@@ -72,9 +72,15 @@ def swival_command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "swival"]
 
 
+CACHE = Path(tempfile.gettempdir()) / "swival-bench-cache"
+
+
 def environment(root: Path) -> dict[str, str]:
+    """A fresh home per row; one cache directory for every process, as a person's runs
+    share theirs (the tokenizer's kept parse is read, not parsed, after the first)."""
     return {**os.environ, "HOME": str(root), "XDG_CONFIG_HOME": str(root / ".config"),
-            "XDG_STATE_HOME": str(root / ".state"), "TERM": "xterm-256color", "NO_COLOR": "1"}
+            "XDG_STATE_HOME": str(root / ".state"), "XDG_CACHE_HOME": str(CACHE),
+            "TERM": "xterm-256color", "NO_COLOR": "1"}
 
 
 def timed(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> Run:
@@ -289,7 +295,23 @@ class Measured:
     turns: dict[str, list[float]] = field(default_factory=dict)
 
 
+def byte_compile() -> Path:
+    """Byte-compile the Swival the console script imports, as `pip install` does at install
+    time: with PYTHONDONTWRITEBYTECODE set, a checkout would otherwise compile every
+    module it imports at every start, which no installed copy does."""
+    import compileall
+
+    root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
+    where = subprocess.run([sys.executable, "-c", "import swival; print(swival.__file__)"],
+                           cwd=root, env=environment(root), capture_output=True, text=True,
+                           check=True).stdout.strip()
+    package = Path(where).parent
+    compileall.compile_dir(package, quiet=1)
+    return package
+
+
 def measure(runs: int, turns: int) -> Measured:
+    byte_compile()
     found = Measured()
     found.runs["help"], found.imported = help_runs(runs)
     root = Path(tempfile.mkdtemp(prefix="swival-bench-"))
@@ -440,11 +462,17 @@ def section(found: Measured, load: str) -> str:
         "What the rows measure. `swival --help` times the `swival` console script installed "
         "with this interpreter as a whole process, as a person runs it; the bare interpreter row "
         "next to it is the same interpreter starting and doing nothing, the floor under any "
-        "Python command on this machine. Nothing heavy loads before the REPL's prompt: the "
+        "Python command on this machine. Swival's modules are byte-compiled first, as `pip "
+        "install` does. Nothing heavy loads before the REPL's prompt: the "
         "tokenizer and the HTTP client (httpx and httpcore) load in the background once the "
         "prompt is drawn, so a request typed at once waits for them behind a `preparing` "
-        "spinner; one typed a second later finds them ready. httpcore imports trio when it "
-        "is installed; Swival does not depend on it. Local servers never load litellm: the "
+        "spinner; one typed a second later finds them ready. Every process shares one cache "
+        "directory, as a person's runs do, so the tokenizer's parse is read from its kept "
+        "copy ([context management](context-management.md)). httpcore would import trio "
+        "when it is installed, for async code Swival never runs; Swival loads it without "
+        "trio, and httpx without its command-line client (litellm, for a hosted model, still "
+        "loads both). Local servers never load "
+        "litellm: the "
         "`import litellm` row is what a hosted model adds, in time and in memory.\n\n"
         "A hosted model (a litellm model string; here `openai/gpt-4o-mini` with its API base "
         "pointed at the loopback server) takes no more work to draw its prompt than a local "

@@ -1,10 +1,11 @@
 """Command line: options + config -> the composition root -> one-shot run or REPL.
 
 `swival --help` and `--version` must stay fast: nothing here imports litellm, and the
-heavier modules are imported only once a session is actually started.
+heavier modules are imported only once a session is actually started. No `from __future__
+import annotations` here: typer reads `run`'s annotations at every start, and as strings
+it would have to evaluate each one again (a few ms); names only known to the type checker
+are quoted instead.
 """
-
-from __future__ import annotations
 
 import os
 import signal
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from swival import __version__
+from swival.cliparse import LazyCommand
 from swival.errors import ConfigError, SwivalError, Terminated, UsageError
 
 if TYPE_CHECKING:
@@ -59,7 +61,7 @@ def _version(ctx: typer.Context, value: bool) -> None:
 Opt = typer.Option
 
 
-@app.command(epilog=EXIT_CODES_HELP)
+@app.command(cls=LazyCommand, epilog=EXIT_CODES_HELP)
 def run(  # noqa: PLR0913 - one parameter per documented option
     task: Annotated[str | None, typer.Argument(help="The task (one-shot). Omit for the REPL.")]
     = None,
@@ -208,7 +210,7 @@ def _task(prompt: str | None, task: str | None) -> str | None:
     return text.strip() if text is not None else None
 
 
-def _load(given: dict[str, Any], config: Path | None, trust: bool | None) -> Settings:
+def _load(given: dict[str, Any], config: Path | None, trust: bool | None) -> "Settings":
     """Settings with the project's keys that need trust applied when the user trusts it:
     recorded trust, or `--trust` (which records it); `--untrust` forgets it first."""
     from swival.config import find_project_root, load_settings
@@ -228,7 +230,7 @@ def _trust_all(file: Path, keys: Mapping[str, Any]) -> bool:
     return True
 
 
-def _remember(settings: Settings, keys: Mapping[str, Any]) -> None:
+def _remember(settings: "Settings", keys: Mapping[str, Any]) -> None:
     """Record trust in the project's keys; a record that cannot be written is said, and
     the keys still apply to this run."""
     from swival.trust import TrustStore
@@ -239,8 +241,8 @@ def _remember(settings: Settings, keys: Mapping[str, Any]) -> None:
         _say(f"swival: {error} The keys apply to this run only.")
 
 
-def _settle_trust(settings: Settings, reload: Callable[[TrustCheck], Settings],
-                  ask: bool) -> Settings:
+def _settle_trust(settings: "Settings", reload: "Callable[[TrustCheck], Settings]",
+                  ask: bool) -> "Settings":
     """Before connecting (the keys may choose the server): ask about the project keys
     held back, or say on stderr that they are ignored."""
     from swival.trust import TrustStore, ignored_notice, question
@@ -266,7 +268,7 @@ def _settle_trust(settings: Settings, reload: Callable[[TrustCheck], Settings],
             return reload(lambda file, keys: dict(keys) == shown)  # exactly what was shown
 
 
-def _main(call: Invocation) -> int:
+def _main(call: "Invocation") -> int:
     settings = _load(call.given, call.config, call.trust)
     if call.init is not None:
         return _init(settings, call.init)
@@ -283,7 +285,7 @@ def _main(call: Invocation) -> int:
                               redactor=redactor_for(settings, os.environ))
 
 
-def _init(settings: Settings, init: InitTarget) -> int:
+def _init(settings: "Settings", init: InitTarget) -> int:
     """--init-config: write the starter (a project one is trusted: it holds the user's own
     choices) or print it."""
     from swival.config import load_settings
@@ -300,7 +302,7 @@ def _init(settings: Settings, init: InitTarget) -> int:
     return 0
 
 
-def _start(settings: Settings, call: Invocation) -> int:
+def _start(settings: "Settings", call: "Invocation") -> int:
     """Settle trust, then run the doctor, a one-shot task or the REPL."""
     from swival.config import load_settings
 
@@ -343,7 +345,7 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated
 
 
-def _redactor() -> Redactor:
+def _redactor() -> "Redactor":
     """Hides API keys (from the environment or --api-key) in error text written before
     the settings could be read."""
     from swival.config import redactor_for

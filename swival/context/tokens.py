@@ -13,9 +13,12 @@ against the server's reported figures then corrects it within a few calls.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
+import marshal
 import math
 import os
 import tempfile
@@ -33,6 +36,7 @@ CHARS_PER_TOKEN = 3.0  # fallback ratio; see the module docstring
 MESSAGE_OVERHEAD = 4  # role, separators and end-of-message tokens per chat message
 CALL_OVERHEAD = 8  # id, type and function wrapper of one tool call
 SCHEMA_OVERHEAD = 10  # per tool schema, beyond its JSON text
+KEPT_FILE = "cl100k_base.marshal"  # in the user cache directory; see _encoding
 
 
 def litellm_tokenizer_dir() -> Path | None:
@@ -78,26 +82,92 @@ def load_encoder(env: MutableMapping[str, str] | None = None) -> Callable[[str],
     found = prepare_offline_cache(env)
     if found is None:
         return None
-    # tiktoken reads its cache location from os.environ only: point it at the file we
-    # found for the duration of the load (it keeps the encoding once loaded).
-    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(found.parent)
     try:
-        import tiktoken
-
-        encoding = tiktoken.get_encoding(ENCODING)
+        encoding = _encoding(found)
     except Exception:  # a corrupt cache file or a missing package: estimate instead
         return None
-    finally:
-        if saved is None:
-            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-        else:
-            os.environ["TIKTOKEN_CACHE_DIR"] = saved
 
     def count(text: str) -> int:
         return len(encoding.encode(text, disallowed_special=()))
 
     return count
+
+
+def kept_path(env: Mapping[str, str]) -> Path:
+    """Where the tokenizer's parse is kept: `$XDG_CACHE_HOME/swival/`, by default
+    `~/.cache/swival/` (deleting it only costs the next start the parse)."""
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+    return Path(base) / "swival" / KEPT_FILE
+
+
+@functools.cache
+def _encoding(found: Path) -> Any:
+    """cl100k_base as a tiktoken Encoding, loaded once per process. tiktoken parses the
+    1.6 MB encoding file in Python (~65 ms of CPU); what it parsed is kept in the user
+    cache directory (read in ~15 ms) and used while the file it came from, and tiktoken's
+    version, stay the same."""
+    import tiktoken
+
+    stat = found.stat()
+    key = [tiktoken.__version__, str(found), stat.st_size, stat.st_mtime_ns]
+    kept_file = kept_path(os.environ)
+    kept = _read_kept(kept_file, key)
+    if kept is not None:
+        return tiktoken.Encoding(
+            ENCODING,
+            pat_str=kept["pat_str"],
+            mergeable_ranks=kept["ranks"],
+            special_tokens=kept["special"],
+        )
+    # tiktoken reads its cache location from os.environ only: point it at the file we
+    # found for the duration of the load (it keeps the encoding once loaded).
+    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(found.parent)
+    try:
+        encoding = tiktoken.get_encoding(ENCODING)  # checks the file's SHA-256
+    finally:
+        if saved is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = saved
+    _keep(kept_file, key, encoding)
+    return encoding
+
+
+def _read_kept(path: Path, key: list[Any]) -> dict[str, Any] | None:
+    """The kept parse when it was made from the same file by the same tiktoken, else None
+    (missing, stale or damaged: tiktoken parses the file again)."""
+    try:
+        kept = marshal.loads(path.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(kept, dict) or kept.get("key") != key:
+        return None
+    parts = (kept.get("pat_str"), kept.get("ranks"), kept.get("special"))
+    if not (
+        isinstance(parts[0], str) and isinstance(parts[1], dict) and isinstance(parts[2], dict)
+    ):
+        return None
+    return kept
+
+
+def _keep(path: Path, key: list[Any], encoding: Any) -> None:
+    """Write what tiktoken parsed for the next start (atomically); a state directory that
+    cannot be written only means the next start parses again."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        data = {
+            "key": key,
+            "pat_str": encoding._pat_str,
+            "ranks": encoding._mergeable_ranks,
+            "special": encoding._special_tokens,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_bytes(marshal.dumps(data))
+        os.replace(temp, path)
+    except (OSError, AttributeError, ValueError):
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
 
 
 def estimate_tokens(text: str) -> int:

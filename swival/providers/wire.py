@@ -26,6 +26,7 @@ import contextlib
 import email.utils
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -189,6 +190,7 @@ class HttpChannel:
     def client(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
+                _import_httpx()
                 import httpx
 
                 read = max(self.limits.first, self.limits.idle)  # the watchdog is stricter
@@ -224,6 +226,30 @@ class HttpChannel:
                 raise
             raise mapped from None
         return OpenReply(response, watchdog)
+
+
+# Held back while httpx and httpcore load, since the client never uses them: httpcore's
+# support for async code under trio (which it imports whenever trio is installed) and
+# httpx's command-line client (click, pygments, rich.progress). Loading them took about
+# half of the client's set-up, which a request typed at once waits for.
+HELD_BACK = ("trio", "httpx._main")
+
+
+def _import_httpx() -> None:
+    """Import httpx and httpcore without HELD_BACK. A None in sys.modules makes an import
+    of that name fail, for the length of this import only; httpcore then leaves trio out
+    and httpx its command line, as they do where those are not installed."""
+    if "httpx" in sys.modules and "httpcore" in sys.modules:
+        return
+    held = [name for name in HELD_BACK if name not in sys.modules]
+    for name in held:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        import httpcore  # noqa: F401
+        import httpx  # noqa: F401
+    finally:
+        for name in held:
+            del sys.modules[name]
 
 
 def transport_error(exc: Exception, watchdog: Watchdog | None) -> Transient | None:

@@ -32,6 +32,7 @@ from prompt_toolkit.output import Output
 from swival import __version__
 from swival.commands import CommandReply, dispatch, is_command
 from swival.errors import SwivalError, Terminated
+from swival.events import ModelCallStarted
 from swival.providers.factory import warm_up
 from swival.render import Status, TurnView, make_console
 from swival.repl.approve import ApprovalPrompts
@@ -55,9 +56,9 @@ __all__ = ["Repl", "ReplIO", "SlashAndPathCompleter", "run_repl"]
 
 @dataclass
 class ReplIO:
-    """Where the REPL reads and writes. Defaults: the real terminal, and a warm-up that loads
-    the session's model client. Tests pass a pipe input, a dummy output, a console file and a
-    no-op warm-up."""
+    """Where the REPL reads and writes. Defaults: the real terminal, a warm-up that loads
+    the session's model client, then what the answer's rendering needs (`later`). Tests
+    pass a pipe input, a dummy output, a console file and a no-op warm-up."""
 
     input: Input | None = None
     output: Output | None = None
@@ -65,6 +66,7 @@ class ReplIO:
     width: int | None = None
     color: bool | None = None
     warm_up: Callable[[], None] | None = None
+    later: Callable[[], None] | None = None
     history: bool = True
 
 
@@ -90,7 +92,7 @@ class Repl:
             prompt_continuation=lambda width, *_: "." * (width - 1) + " ",
         )
         self.warm = WarmUp(self._first_figure,
-                           self.io.warm_up or partial(warm_up, session.provider))
+                           self.io.warm_up or partial(warm_up, session.provider), self.io.later)
         self._names: list[str] | None = None  # the server's models, for Tab after /model
         approvals = ApprovalPrompts(self.view, self.io.input, self.io.output)
         session.policy.ask = approvals.ask
@@ -140,6 +142,8 @@ class Repl:
             reply = CommandReply(self.session.redactor.redact(str(error)), level="error")
         except KeyboardInterrupt:
             reply = CommandReply("Interrupted.", level="warning")
+        finally:
+            self.warm.sent()
         for event in reply.events:
             self.status.update(event)
         self._sync_model()
@@ -156,9 +160,16 @@ class Repl:
 
     def turn(self, text: str) -> None:
         """Run one request to its end, Ctrl-C or error; the session always survives."""
+        try:
+            self._turn(text)
+        finally:
+            self.warm.sent()
+
+    def _turn(self, text: str) -> None:
         agent = self.session.agent
         self.view.start_turn()
         self.view.preparing()  # until the model call starts: warm-up, compaction, counting
+        called = False  # a model call started: the next event comes after the server has it
         with self._keys():
             try:
                 self._wait_until_ready()
@@ -168,6 +179,9 @@ class Repl:
                 return
             try:
                 for event in agent.run_turn(text):
+                    if called:
+                        self.warm.sent()
+                    called = called or isinstance(event, ModelCallStarted)
                     self.status.update(event)
                     self.view.handle(event)
             except KeyboardInterrupt as stop:
