@@ -147,11 +147,12 @@ class TextGate:
             if self._undecided(self._scan):  # still the first candidate: no search
                 found, verdict = self._scan, _WAITING
             else:
-                found = _next_marker(text, self._scan)
-                if found is None:
+                marker = _next_marker(text, self._scan)
+                if marker is None:
                     # no marker starts before the limit, so the next chunk scans on from it
                     limit = self._scan = _partial_marker(text, self._scan)
                     break
+                found = marker
                 verdict = self._judge(found)
                 if verdict.kind == "waiting":
                     self._pending = (found, len(text))
