@@ -316,7 +316,11 @@ def _start(settings: "Settings", call: "Invocation") -> int:
         from swival.doctor import run_doctor
 
         return run_doctor(settings)
+    from swival.config.secrets import named_secrets
+    from swival.procscrub import scrub
     from swival.session import find_transcript, open_session
+
+    scrub(named_secrets(settings, os.environ).values())
 
     transcript = find_transcript(settings, *call.resume)
     session = open_session(settings, interactive=interactive, transcript=transcript)

@@ -323,3 +323,29 @@ def test_the_key_check_knows_litellms_other_names() -> None:
         "OPENROUTER_API_KEY")
     assert missing_key("openrouter/a/b", "sk-given", {}) is None  # --api-key
     assert missing_key("bedrock/anthropic.claude", None, {}) is None  # credential chains
+
+
+def test_a_repositorys_env_file_does_not_reach_the_run(fake_server: Any, tmp_path: Path) -> None:
+    """With the virtual environment inside the project (`.venv/`), litellm's import would
+    load the repository's `.env` into the process: a planted BASH_ENV then runs code before
+    every command, allowlisted or not. Here litellm is reached through a symlink under the
+    project, so its own search for `.env` starts inside the repository."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")
+    assert spec is not None and spec.origin is not None
+    site = tmp_path / ".venv" / "site"
+    site.mkdir(parents=True)
+    (site / "litellm").symlink_to(Path(spec.origin).parent)
+    (tmp_path / ".env").write_text("SWIVAL_PLANTED=from-the-repo\nBASH_ENV=./evil.sh\n")
+    (tmp_path / "evil.sh").write_text("touch pwned\n")
+    server = fake_server(kind="openai", model="gpt-4o-mini", window=128_000)
+    server.script(Reply(tool_calls=(("run_command", {"command": "printenv"}),)), text("Done."))
+    env = {**hosted_env(server), "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    result = run_swival(None, tmp_path, *HOSTED_ARGS, "--commands", "printenv", "--sandbox",
+                        "off", "-p", "show the environment", env=env, timeout=180)
+    assert result.returncode == 0, result.stderr
+    [shown] = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert "PATH=" in shown and "[exit code 0]" in shown
+    assert "SWIVAL_PLANTED" not in shown and "BASH_ENV" not in shown
+    assert not (tmp_path / "pwned").exists()

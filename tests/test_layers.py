@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "swival"
 
 LAYERS = {
-    "messages": 0, "errors": 0, "redaction": 0, "looseness": 0, "words": 0,
+    "messages": 0, "errors": 0, "redaction": 0, "looseness": 0, "words": 0, "procscrub": 0,
     "config": 1, "prompts": 1, "state": 1,
     "events": 2, "effects": 2, "trust": 2, "starter": 2,
     "providers": 3, "tools": 3, "context": 3,

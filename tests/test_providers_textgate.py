@@ -6,6 +6,7 @@ and ordinary markdown replies; they run through a scripted `_attempt` and over t
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -314,3 +315,31 @@ def test_native_call_with_prose_over_the_wire(fake_server: Make) -> None:
     shown, done = run(wire(server))
     assert "".join(shown) == done.message.content == 'Searching {"x": 1} now.'
     assert done.message.tool_calls[0].name == "grep"
+
+
+# -- long replies -------------------------------------------------------------------------
+
+LONG = 300_000
+BIG_CALL = '{"name": "read_file", "arguments": {"file_path": "' + "x" * LONG + '"}}'
+BIG_OBJECT = '{"code": "' + "f() { g(); }\\n" * (LONG // 14) + '"}'
+
+
+@pytest.mark.parametrize(("reply", "shown_by_the_end"), [
+    ("word " * (LONG // 5), "word " * (LONG // 5 - 1) + "word"),
+    (f"Writing it. {BIG_CALL}", "Writing it."),
+    (f"Writing it.\n```json\n{BIG_CALL}\n```", "Writing it."),
+    # an object that holds no call is released while the reply goes on
+    (f"Here is the code: {BIG_OBJECT}" + " and more" * 5000,
+     f"Here is the code: {BIG_OBJECT}" + " and more" * 5000),
+], ids=["prose", "json-call", "fenced-call", "object-with-braces"])
+def test_a_long_reply_costs_time_in_proportion_to_its_length(reply: str,
+                                                              shown_by_the_end: str) -> None:
+    """A small model looping until its output limit, or writing a big file as a text call,
+    streams hundreds of thousands of characters in tiny chunks. Scanning the whole reply
+    again for every chunk took minutes (quadratic); each chunk must cost about its size."""
+    gate = TextGate(TOOLS)
+    started = time.perf_counter()
+    shown = "".join(gate.feed(reply[i:i + 4]) for i in range(0, len(reply), 4))
+    elapsed = time.perf_counter() - started
+    assert shown == shown_by_the_end, (len(shown), shown[-60:])
+    assert elapsed < 5, f"{elapsed:.1f} s to feed {len(reply):,} characters"

@@ -168,3 +168,25 @@ def test_a_pass_env_entry_that_is_no_name_is_a_config_error(fake_server: Any,
     assert result.returncode == 2
     assert "pass_env: 'NOT A NAME' is not an environment variable name" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+def test_outside_the_sandbox_swivals_own_proc_files_hold_no_secret(
+        fake_server: Any, project: Path) -> None:
+    """Without the sandbox's PID namespace a command can read its parent's start-up
+    environment and arguments; reversed, the key would pass redaction."""
+    readers = ["cat /proc/$PPID/environ | tr '\\0' '\\n' | rev",
+               "cat /proc/$PPID/cmdline | tr '\\0' '\\n' | rev"]
+    server = fake_server(kind="llamacpp").script(
+        *(tool("run_command", command=c) for c in readers), text("done"))
+    env = {"OPENROUTER_API_KEY": "sk-or-0123456789abcdef"}
+    result = run_swival(server, project, "--commands", "all", "--sandbox", "off",
+                        "--api-key", KEY, "-p", "look", env=env)
+    assert result.returncode == 0, result.stderr
+    environ, cmdline = tool_results(server)
+    assert "=YEK_IPA_RETUORNEPO" in environ and "yek-ipa--" in cmdline  # read, reversed
+    for value in (env["OPENROUTER_API_KEY"], KEY):
+        record("secret leak", "/proc/$PPID environ and cmdline, reversed, sandbox off",
+               "swival", secrets=int(value[::-1] in environ + cmdline))
+        assert value[::-1] not in environ + cmdline
+    assert server.auth[0] == f"Bearer {KEY}"  # Swival itself still has the key

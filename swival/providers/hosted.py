@@ -54,10 +54,23 @@ REHEARSAL_TOOL = {"type": "function", "function": {
 
 
 def import_litellm() -> ModuleType:
-    """Import litellm offline and quiet. Safe to call from several threads."""
+    """Import litellm offline and quiet, without letting it read a `.env` file. Safe to
+    call from several threads."""
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # never fetch the remote price map
     os.environ.setdefault("LITELLM_LOG", "ERROR")
-    import litellm
+    # In its default "DEV" mode litellm's import loads the first `.env` found above its own
+    # files into os.environ: with a virtual environment inside the project, a repository's
+    # `.env` would then reach every command (BASH_ENV runs code) and could point the hosted
+    # provider's API base elsewhere. Any other mode skips that.
+    mode = os.environ.get("LITELLM_MODE")
+    os.environ["LITELLM_MODE"] = "PRODUCTION"
+    try:
+        import litellm
+    finally:
+        if mode is None:
+            os.environ.pop("LITELLM_MODE", None)
+        else:
+            os.environ["LITELLM_MODE"] = mode
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False

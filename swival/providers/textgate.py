@@ -48,11 +48,13 @@ _LONGEST_MARKER = max(len(m) for m in TEXT_CALL_MARKERS)
 class _Verdict:
     """What a candidate marker turned out to be. `resume`: where scanning goes on (release)."""
 
-    kind: str  # "release", "pending" (cannot tell yet) or "block" (hold to the end)
+    kind: str  # "release", "pending" (cannot tell yet), "waiting" (pending until its
+    # closing character comes) or "block" (hold to the end)
     resume: int = 0
 
 
 _PENDING = _Verdict("pending")
+_WAITING = _Verdict("waiting")
 _BLOCK = _Verdict("block")
 
 
@@ -96,6 +98,9 @@ class TextGate:
         self._end = 0
         self._scan = 0  # every candidate before this one was released
         self._blocked = False
+        self._limit = 0  # how far the last scan let the text be shown, before trimming
+        self._trimmed = 0  # _text[:_limit].rstrip() ends here
+        self._pending = (-1, 0)  # the candidate last judged "waiting", and len(_text) then
 
     @property
     def shown(self) -> str:
@@ -139,18 +144,51 @@ class TextGate:
         """Move the scan past released candidates; return how far the text may be shown."""
         text = self._text
         while True:
-            found = _next_marker(text, self._scan)
-            if found is None:
-                limit = _partial_marker(text, self._scan)
-                break
-            verdict = self._judge(found)
+            if self._undecided(self._scan):  # still the first candidate: no search
+                found, verdict = self._scan, _WAITING
+            else:
+                marker = _next_marker(text, self._scan)
+                if marker is None:
+                    # no marker starts before the limit, so the next chunk scans on from it
+                    limit = self._scan = _partial_marker(text, self._scan)
+                    break
+                found = marker
+                verdict = self._judge(found)
+                if verdict.kind == "waiting":
+                    self._pending = (found, len(text))
             if verdict.kind == "release":
                 self._scan = verdict.resume
                 continue
             self._blocked = verdict.kind == "block"
             self._scan, limit = found, found
             break
-        return max(self._end, len(text[:limit].rstrip()))
+        return max(self._end, self._trim(limit))
+
+    def _trim(self, limit: int) -> int:
+        """`len(self._text[:limit].rstrip())`, looking only at the text since the last
+        limit, so a long reply costs time in proportion to its length, not its square."""
+        if limit < self._limit:  # not expected (limits only grow), but stay exact
+            self._limit = self._trimmed = 0
+        kept = self._text[self._limit:limit].rstrip()
+        if kept:
+            self._trimmed = self._limit + len(kept)
+        self._limit = limit
+        return self._trimmed
+
+    def _undecided(self, at: int) -> bool:
+        """Whether the object or fence at `at`, waiting when last judged, must still be: no
+        character that could close it arrived since, or too little text to be worth parsing
+        it all again (past 4 KB each new judgment waits for an eighth more, so a long call
+        written as text costs time in proportion to its length). Judging later is always safe:
+        pending text is held, and the reply's end settles everything."""
+        where, then = self._pending
+        text = self._text
+        closer = "}" if text.startswith("{", at) else "`" if text.startswith("```", at) else ""
+        if where != at or not closer:
+            return False
+        if closer not in text[then:]:
+            return True
+        return then - at > 4096 and len(text) - then < (then - at) // 8
 
     def _judge(self, at: int) -> _Verdict:
         text = self._text
@@ -177,7 +215,7 @@ class TextGate:
         try:
             _, end = json.JSONDecoder().raw_decode(text, at)
         except (ValueError, RecursionError):  # too deep, or a number too long to convert
-            return _PENDING  # unfinished (or broken: then it is shown when the reply ends)
+            return _WAITING  # unfinished (or broken: then it is shown when the reply ends)
         return _BLOCK if self._holds_call(text[at:end]) else _Verdict("release", end)
 
     def _judge_fence(self, at: int) -> _Verdict:
@@ -191,7 +229,7 @@ class TextGate:
             return _Verdict("release", at + 1)  # "````" may hide a fence one character on
         block = FENCE_BLOCK.match(text, at)
         if block is None:
-            return _PENDING
+            return _WAITING
         return _BLOCK if self._holds_call(text[at:block.end()]) else _Verdict("release",
                                                                                 block.end())
 
