@@ -183,6 +183,18 @@ def test_sessions_lists_the_sessions_swival_recorded(root: Path) -> None:
     assert "it is not listed and cannot be resumed" in result.footer
 
 
+@pytest.mark.parametrize(("request_text", "shown"), [
+    ("fix @f0.py", "fix @f0.py"),  # the file block the model got is not part of it
+    ("look at @f0.py and tell me whether the values in it are what the generator promised",
+     "look at @f0.py and tell me whether the values in it are…"),
+])
+def test_sessions_shows_the_request_as_typed_cut_between_words(
+        root: Path, request_text: str, shown: str) -> None:
+    session = make_session(root, ScriptedProvider([reply("one")]))
+    run(session, request_text)
+    assert dispatch("/sessions", session.agent).rows[0][3] == shown
+
+
 def test_help_lists_every_command_and_exit_exits(root: Path) -> None:
     session = make_session(root, ScriptedProvider())
     help_ = dispatch("/help", session.agent)

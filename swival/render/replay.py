@@ -9,6 +9,7 @@ from rich.text import Text
 
 from swival.messages import Message
 from swival.render.lines import key_argument, one_line, screen_text
+from swival.tools.mentions import typed_request
 from swival.words import plural
 
 EXCHANGES = 3  # requests replayed
@@ -25,7 +26,7 @@ def _requests(messages: Sequence[Message]) -> list[int]:
 
 def _exchange(messages: Sequence[Message]) -> list[Text]:
     request, rest = messages[0], messages[1:]
-    first = request.content.strip().split("\n\n[The user attached", 1)[0]
+    first = typed_request(request.content)
     more = " …" if "\n" in first.strip() else ""
     lines = [Text("› " + one_line(first.splitlines()[0] if first else "", WIDTH) + more,
                   style="bold")]
