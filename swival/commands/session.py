@@ -57,7 +57,7 @@ def cmd_undo(agent: Agent, args: Sequence[str]) -> CommandReply:
              UNDO_SCOPE]
     if outcome.overwritten:
         lines.append(f"Your later changes to {', '.join(outcome.overwritten)} were "
-                     "overwritten (--force).")
+                     "discarded (--force).")
     if outcome.failed:
         lines.append(f"Could not restore {'; '.join(outcome.failed)}. /undo tries again.")
     if outcome.remaining:
