@@ -68,6 +68,23 @@ def test_compact_drop_runs_level_two_with_a_model_recap(root: Path) -> None:
     assert result.text.startswith("Compacted. Level 2:")
 
 
+def test_ctrl_c_during_the_recap_says_what_level_one_already_did(root: Path) -> None:
+    def interrupt(_request: object) -> object:
+        raise KeyboardInterrupt  # what a real provider lets through on Ctrl-C
+
+    provider = ScriptedProvider(window=32_768)
+    session = reading_session(root, provider)
+    before = session.agent.context.estimate()
+    provider.add(interrupt)
+    result = dispatch("/compact --drop", session.agent)
+    after = session.agent.context.estimate()
+    assert after < before  # level 1 ran before the recap was asked for, and stays
+    assert result.level == "warning"
+    assert result.text == (f"Interrupted while the model wrote the recap (level 2), which was "
+                           f"not applied. Level 1 had already shrunk old tool results, and "
+                           f"that stays: {before} → {after} tokens.")
+
+
 @pytest.mark.parametrize("line", ["/compact keep the --verbose flag work",
                                   "/compact --drop keep the --verbose flag work"])
 def test_a_focus_may_hold_words_starting_with_dashes(root: Path, line: str) -> None:
