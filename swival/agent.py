@@ -242,7 +242,8 @@ class Agent:
         limit = self._reply_limit
         for call in message.tool_calls:
             yield ToolStarted(call)
-            result = ToolResult(CUT_CALL_RESULT.format(limit=limit), is_error=True)
+            result = ToolResult(CUT_CALL_RESULT.format(limit=limit), is_error=True, meta={
+                "summary": "not run: the output limit cut the reply off inside this call"})
             yield ToolFinished(call, self.context.add_tool_result(call, result,
                                                                   read_only=True), 0.0)
         if message.tool_calls:

@@ -20,6 +20,7 @@ from swival.events import (
     TurnFinished,
 )
 from swival.prompts import system_prompt
+from swival.render.lines import tool_line
 from swival.tools.base import ToolContext
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
@@ -68,6 +69,9 @@ def test_cut_tool_call_is_not_run(tmp_path: Path) -> None:
     refused = [e.result for e in events if isinstance(e, ToolFinished)]
     assert len(refused) == 1 and refused[0].is_error
     assert "output limit" in refused[0].content and "smaller pieces" in refused[0].content
+    call_made = next(e.call for e in events if isinstance(e, ToolFinished))
+    assert tool_line(call_made, refused[0], 0.0, 120).plain.endswith(
+        "— not run: the output limit cut the reply off inside this call")  # for the person
     assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
     assert_valid_chat([m.to_dict() for m in provider.requests[1].messages])
 

@@ -22,7 +22,9 @@ from swival.events import (
     TurnFinished,
 )
 from swival.messages import Message, ToolCall, ToolResult, Usage
+from swival.providers.repair import repair_note
 from swival.render import ProgressPrinter, Status, TurnView, make_console, outcome, tool_line
+from swival.render.lines import command_tail
 from swival.render.live import LiveRegion, rewrapped_rows
 from swival.render.replay import replay_lines
 from swival.render.view import COMMAND_SPINNER_AFTER
@@ -165,6 +167,20 @@ def test_an_error_without_a_summary_shows_its_first_sentence() -> None:
     error = ToolResult("error: cannot read a.py: Permission denied. Use list_files to find "
                        "a readable file.", is_error=True)
     assert outcome(error) == "cannot read a.py: Permission denied"
+
+
+def test_the_models_note_on_a_repaired_call_stays_off_its_line() -> None:
+    """The agent puts repair_note's line first in the result, for the model; the person
+    got a notice of the repair already, and the line shows the call's own outcome."""
+    call = ToolCall("c1", "read_file", {"file_path": "x.txt"}, repairs=("single quotes",))
+    note = repair_note(call)
+    assert note is not None
+    missing = ToolResult(f"{note}\nerror: x.txt does not exist. Use list_files.", is_error=True)
+    assert outcome(missing) == "x.txt does not exist"
+    command = ToolCall("c2", "run_command", {"command": "ls"}, repairs=("trailing comma",))
+    printed = ToolResult(f"{repair_note(command)}\nREADME.md\n[exit code 0]\n",
+                         meta={"kind": "command", "exit_code": 0})
+    assert command_tail(printed) == ["README.md"]
 
 
 def test_time_at_the_approval_prompt_is_not_the_tools_time() -> None:
