@@ -65,8 +65,8 @@ READ_ONLY_ON = ("[Plan mode: from now on you only have tools that change nothing
 READ_ONLY_OFF = "[Plan mode is over: all your tools are available again ({}).]"
 _READ_ONLY_ON_HEAD, _READ_ONLY_OFF_HEAD = READ_ONLY_ON[:24], READ_ONLY_OFF[:20]
 OUTPUT_LIMIT_TEXT = (
-    "The reply was cut off by the output limit {count} times in a row ({limit} tokens), so "
-    "it is incomplete. Raise --max-output-tokens (or load a larger window), or ask for a "
+    "The reply was cut off by the output limit ({limit} tokens a reply) {count} times in a "
+    "row, so it is incomplete. Raise --max-output-tokens (or load a larger window), or ask for a "
     "shorter answer."
 )
 
