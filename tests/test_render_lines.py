@@ -399,6 +399,22 @@ def test_a_resumed_conversation_is_replayed_compactly() -> None:
         "  It has", "  many", "  lines", "  …", "› and again? …", "  Second answer."]
 
 
+def test_a_replay_fits_the_terminal_and_cuts_between_words() -> None:
+    request = ("please investigate the behaviour of the parser when it is handed extremely "
+               "long inputs containing unusual characters")
+    answer = "This long answer explains many different considerations about the code in detail."
+    messages = [Message("user", request), Message("assistant", answer)]
+    con, buf = console(width=60)
+    for line in replay_lines(messages, width=60):
+        con.print(line)
+    shown = [line.rstrip() for line in buf.getvalue().splitlines()]
+    assert shown == ["› please investigate the behaviour of the parser when it is…",
+                     "  This long answer explains many different considerations…"]
+    for line in shown:  # every word shown whole: a word of the text, or one cut before "…"
+        assert all(word in request.split() + answer.split() + ["›"]
+                   for word in line.rstrip("…").split())
+
+
 def test_a_notice_reads_whole_in_the_repl() -> None:
     tv, buf, _ = view(width=60)
     path = ".swival/out/20260101-s1/request-1.txt"

@@ -276,7 +276,7 @@ class TurnView:
 
     def replay(self, messages: Sequence[Message]) -> None:
         """The last exchanges of a resumed conversation, compactly."""
-        for line in replay_lines(messages):
+        for line in replay_lines(messages, width=self.console.width):
             self._print(line)
 
     # -- internals ----------------------------------------------------------------------
