@@ -153,8 +153,9 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
         f"  emergency (pinned knowledge and the last turn, no model call) when no recap "
         f"comes, from {usage.emergency} tokens, or if nothing else "
         "fits.\n"
-        f"Compactions so far: {usage.compactions}. The server computed {usage.reprocessed} "
-        "cached tokens again because of them and of changes to the tool list (/mcp, /plan).")
+        f"Compactions so far: {usage.compactions}. Cached tokens the server computed again "
+        f"because of compactions and changes to the tool list (/mcp, /plan): "
+        f"{usage.reprocessed}.")
     children = agent.subagent_totals
     if children.tasks:
         failed = f", {children.failed} without an answer" if children.failed else ""
