@@ -256,6 +256,22 @@ def test_an_interrupted_call_keeps_its_line() -> None:
     assert out.index("interrupted after") < out.index("Interrupted. The conversation is kept")
 
 
+def test_one_shot_keeps_the_line_of_the_call_ctrl_c_stopped() -> None:
+    con, buf = console()
+    con.soft_wrap = True  # a pipe: whole lines
+    printer = ProgressPrinter(con)
+    done = ToolCall("c1", "run_command", {"command": "ls"})
+    printer.handle(ToolStarted(done))
+    printer.handle(ToolFinished(done, ToolResult("a\n[exit code 0]",
+                                                 meta={"kind": "command", "exit_code": 0}), 0.0))
+    printer.interrupted()  # between calls: nothing was running
+    running = ToolCall("c2", "run_command", {"command": "sleep 30"})
+    printer.handle(ToolStarted(running))
+    printer.interrupted()
+    assert buf.getvalue().splitlines() == ["• run_command ls — exit 0",
+                                           "✗ run_command sleep 30 — interrupted"]
+
+
 def test_a_call_stopped_at_its_question_says_so() -> None:
     tv, buf, clock = view()
     tv.handle(ToolStarted(ToolCall("c1", "run_command", {"command": "make"})))
