@@ -412,6 +412,22 @@ def _say(text: str) -> None:
     say(text)
 
 
+VALIDATOR_WORDS = (
+    ("Value error, ", ""),
+    ("Input should be a valid integer, unable to parse string as an integer",
+     "it must be a whole number"),
+    ("Input should be a valid number, unable to parse string as a number",
+     "it must be a number"),
+)
+
+
+def _plain_usage(message: str) -> str:
+    """A parser message without the validator's jargon ("Value error, ...")."""
+    for jargon, words in VALIDATOR_WORDS:
+        message = message.replace(jargon, words)
+    return message
+
+
 def main() -> None:
     """Console-script entry point: maps errors to exit codes, never shows a traceback."""
     signal.signal(signal.SIGTERM, _terminate)
@@ -424,7 +440,10 @@ def main() -> None:
         show, code = getattr(error, "show", None), getattr(error, "exit_code", None)
         if not (callable(show) and isinstance(code, int)):
             raise
-        # The parser's usage errors; their message already says what to do.
+        # The parser's usage errors; their message already says what to do, once the
+        # validator's own phrasing is put in a person's words.
+        if isinstance(getattr(error, "message", None), str):
+            error.message = _plain_usage(error.message)  # type: ignore[attr-defined]
         message = getattr(error, "format_message", error.__str__)()
         _fail(f"{message} (swival --help lists the options)", code, show=show)
     sys.exit(code if isinstance(code, int) else 0)

@@ -9,6 +9,7 @@ from swival.config import Settings
 from swival.context.budget import Budget
 from swival.context.tokens import TokenCounter
 from swival.errors import SwivalError
+from swival.messages import Message
 from swival.prompts import instruction_files, load
 from swival.providers.base import UNKNOWN_WINDOW_BUDGET, ProviderInfo
 from swival.providers.factory import connect
@@ -29,13 +30,13 @@ def session_schemas(settings: Settings) -> list[dict[str, Any]]:
 
 def overhead(settings: Settings) -> dict[str, int]:
     """Tokens paid on every request before any work: prompt, schemas, instruction files."""
-    counter = TokenCounter()
+    counter = TokenCounter()  # as the session counts them (its system message)
     parts = {
-        "system prompt": counter.text(load("system")),
+        "system prompt": counter.message(Message("system", load("system").strip())),
         "tool schemas": counter.schemas(session_schemas(settings)),
     }
     for name, text in instruction_files(settings.project_root):
-        parts[name] = counter.text(text)
+        parts[name] = counter.text(f"\n\nProject instructions from {name}:\n{text}")
     return parts
 
 

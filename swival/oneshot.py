@@ -121,6 +121,7 @@ def run_oneshot(session: Session, task: str) -> int:
         for event in agent.run_turn(task):
             hear(event)
     except KeyboardInterrupt as stop:
+        printer.interrupted()
         tally.add(agent.interrupted())
         signal_code = getattr(stop, "exit_code", None)
     except SwivalError as exc:

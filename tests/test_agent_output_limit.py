@@ -5,6 +5,7 @@ cut tool call is refused, the window is made roomier, or the turn stops with
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from swival.events import (
     TurnFinished,
 )
 from swival.prompts import system_prompt
+from swival.render.lines import tool_line
 from swival.tools.base import ToolContext
 from swival.tools.catalog import default_tools
 from swival.tools.registry import ToolRegistry
@@ -68,6 +70,9 @@ def test_cut_tool_call_is_not_run(tmp_path: Path) -> None:
     refused = [e.result for e in events if isinstance(e, ToolFinished)]
     assert len(refused) == 1 and refused[0].is_error
     assert "output limit" in refused[0].content and "smaller pieces" in refused[0].content
+    call_made = next(e.call for e in events if isinstance(e, ToolFinished))
+    assert tool_line(call_made, refused[0], 0.0, 120).plain.endswith(
+        "— not run: the output limit cut the reply off inside this call")  # for the person
     assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
     assert_valid_chat([m.to_dict() for m in provider.requests[1].messages])
 
@@ -78,7 +83,8 @@ def test_turn_stops_after_three_cuts_in_a_row(tmp_path: Path) -> None:
     finished = events[-1]
     assert isinstance(finished, TurnFinished) and finished.reason == "output_limit"
     assert finished.partial == "part 1; part 2; part 3; "
-    assert "output limit 3 times" in finished.answer and "--max-output-tokens" in finished.answer
+    assert re.search(r"output limit \(\d+ tokens a reply\) 3 times in a row", finished.answer)
+    assert "--max-output-tokens" in finished.answer  # the limit is per reply, not what was cut
 
 
 def test_cuts_of_an_earlier_request_do_not_count_in_the_next(tmp_path: Path) -> None:

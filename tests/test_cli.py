@@ -100,7 +100,9 @@ def test_config_syntax_error_exits_2(tmp_path: Path) -> None:
         (("--no-such-flag",), "", "No such option"),
         (("-p", "a", "b"), "", "not both"),
         ((), "   \n", "No task"),
-        (("--max-turns", "zero", "-p", "x"), "", "--max-turns"),
+        (("--max-turns", "zero", "-p", "x"), "", "'--max-turns': it must be a whole number"),
+        (("--temperature", "hot", "-p", "x"), "", "'--temperature': it must be a number"),
+        (("--output-format", "xml", "-p", "x"), "", "'--output-format': 'xml' is not one of"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...], stdin: str,
@@ -109,6 +111,7 @@ def test_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...], stdin: str,
     assert result.returncode == 2, result.stderr
     assert expected in result.stderr
     assert "Traceback" not in result.stderr
+    assert "Value error" not in result.stderr and "Input should" not in result.stderr
 
 
 def test_init_config_writes_a_valid_starter_and_refuses_to_overwrite(tmp_path: Path) -> None:

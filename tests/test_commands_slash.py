@@ -68,6 +68,23 @@ def test_compact_drop_runs_level_two_with_a_model_recap(root: Path) -> None:
     assert result.text.startswith("Compacted. Level 2:")
 
 
+def test_ctrl_c_during_the_recap_says_what_level_one_already_did(root: Path) -> None:
+    def interrupt(_request: object) -> object:
+        raise KeyboardInterrupt  # what a real provider lets through on Ctrl-C
+
+    provider = ScriptedProvider(window=32_768)
+    session = reading_session(root, provider)
+    before = session.agent.context.estimate()
+    provider.add(interrupt)
+    result = dispatch("/compact --drop", session.agent)
+    after = session.agent.context.estimate()
+    assert after < before  # level 1 ran before the recap was asked for, and stays
+    assert result.level == "warning"
+    assert result.text == (f"Interrupted while the model wrote the recap (level 2), which was "
+                           f"not applied. Level 1 had already shrunk old tool results, and "
+                           f"that stays: {before} → {after} tokens.")
+
+
 @pytest.mark.parametrize("line", ["/compact keep the --verbose flag work",
                                   "/compact --drop keep the --verbose flag work"])
 def test_a_focus_may_hold_words_starting_with_dashes(root: Path, line: str) -> None:
@@ -164,7 +181,9 @@ def test_context_shows_every_category_against_the_window_and_thresholds(root: Pa
     assert tool_row[1] == str(usage.tool_results)
     assert tool_row[2] == f"{100 * usage.tool_results / 16_384:.1f}%"
     assert f"reaches {usage.trigger} tokens" in result.footer
-    assert "Compactions so far: 0. The server computed 0 cached tokens again" in result.footer
+    assert result.footer.endswith("Compactions so far: 0. Cached tokens the server computed "
+                                  "again because of compactions and changes to the tool list "
+                                  "(/mcp, /plan): 0.")  # reads right with none of them
     assert "level 2" in result.footer and "level 3" in result.footer
 
 
@@ -181,6 +200,18 @@ def test_sessions_lists_the_sessions_swival_recorded(root: Path) -> None:
     assert first[2] == "2" and first[3] == "my very first request"
     assert "1 other session file in" in result.footer
     assert "it is not listed and cannot be resumed" in result.footer
+
+
+@pytest.mark.parametrize(("request_text", "shown"), [
+    ("fix @f0.py", "fix @f0.py"),  # the file block the model got is not part of it
+    ("look at @f0.py and tell me whether the values in it are what the generator promised",
+     "look at @f0.py and tell me whether the values in it are…"),
+])
+def test_sessions_shows_the_request_as_typed_cut_between_words(
+        root: Path, request_text: str, shown: str) -> None:
+    session = make_session(root, ScriptedProvider([reply("one")]))
+    run(session, request_text)
+    assert dispatch("/sessions", session.agent).rows[0][3] == shown
 
 
 def test_help_lists_every_command_and_exit_exits(root: Path) -> None:

@@ -41,6 +41,19 @@ def test_the_doctor_counts_the_tools_a_session_sends(tmp_path: Path,
     assert "task" in names and ("fetch_url" in names) is (cli != {"fetch": "none"})
 
 
+def test_the_doctor_gives_the_figure_the_session_and_context_give(tmp_path: Path) -> None:
+    """The doctor's fixed overhead, /context's system prompt + tool schemas and the
+    start-up warning are one figure, counted the same way."""
+    settings = load_settings({}, cwd=tmp_path)
+    session = build_session(settings, ScriptedProvider([]), interactive=False)
+    try:
+        usage = session.agent.context.usage()
+    finally:
+        session.close()
+    parts = overhead(settings)
+    assert parts == {"system prompt": usage.system, "tool schemas": usage.tools}
+
+
 def test_the_doctor_says_when_commands_cannot_be_checked(tmp_path: Path) -> None:
     """A real interpreter in which tree-sitter cannot be imported."""
     assert parser_lines() == ["command check    bash parser loaded"]

@@ -70,7 +70,7 @@ def test_model_to_a_smaller_window_plans_the_schemas_again(
     reprocessed = session.agent.context.usage().reprocessed
     estimate = session.agent.context.estimate()  # calibrated afresh for the new model
     assert 0.8 * estimate < reprocessed < 1.2 * estimate  # the whole prompt, counted once
-    assert f"computed {reprocessed} cached tokens again" in dispatch(
+    assert f"changes to the tool list (/mcp, /plan): {reprocessed}." in dispatch(
         "/context", session.agent).footer
 
     events = turn(session, "again")

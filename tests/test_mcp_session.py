@@ -177,7 +177,7 @@ def test_mcp_restart_with_the_same_tools_reprocesses_nothing(
     # is re-processed and nothing is said about it
     assert "re-processes the whole prompt" not in restarted.text
     assert session.agent.context.usage().reprocessed == 0
-    assert "The server computed 0 cached tokens again" in dispatch(
+    assert "changes to the tool list (/mcp, /plan): 0." in dispatch(
         "/context", session.agent).footer
     provider.add(call("mcp__basic__add", a=1, b=1), reply("2"))
     events = turn(session, "add")

@@ -32,7 +32,7 @@ def test_a_read_only_registry_offers_and_runs_only_read_only_tools(tmp_path: Pat
                           ToolContext(root=tmp_path))
     assert result.is_error and "read-only (plan mode)" in result.content
     assert "/plan" in result.content and not (tmp_path / "x").exists()
-    assert result.meta["summary"] == "not run: plan mode (/plan leaves it)"  # for the person
+    assert result.meta["summary"] == "not run: plan mode (read-only tools only)"  # one-shot too
 
 
 def test_plan_toggles_the_tools_and_tells_the_model(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ from swival.events import (
     TurnFinished,
 )
 from swival.messages import Message, ToolCall, ToolResult, Usage
+from swival.providers.repair import repair_note
 from swival.render import ProgressPrinter, Status, TurnView, make_console, outcome, tool_line
+from swival.render.lines import command_tail
 from swival.render.live import LiveRegion, rewrapped_rows
 from swival.render.replay import replay_lines
 from swival.render.view import COMMAND_SPINNER_AFTER
@@ -167,6 +169,20 @@ def test_an_error_without_a_summary_shows_its_first_sentence() -> None:
     assert outcome(error) == "cannot read a.py: Permission denied"
 
 
+def test_the_models_note_on_a_repaired_call_stays_off_its_line() -> None:
+    """The agent puts repair_note's line first in the result, for the model; the person
+    got a notice of the repair already, and the line shows the call's own outcome."""
+    call = ToolCall("c1", "read_file", {"file_path": "x.txt"}, repairs=("single quotes",))
+    note = repair_note(call)
+    assert note is not None
+    missing = ToolResult(f"{note}\nerror: x.txt does not exist. Use list_files.", is_error=True)
+    assert outcome(missing) == "x.txt does not exist"
+    command = ToolCall("c2", "run_command", {"command": "ls"}, repairs=("trailing comma",))
+    printed = ToolResult(f"{repair_note(command)}\nREADME.md\n[exit code 0]\n",
+                         meta={"kind": "command", "exit_code": 0})
+    assert command_tail(printed) == ["README.md"]
+
+
 def test_time_at_the_approval_prompt_is_not_the_tools_time() -> None:
     tv, buf, clock = view()
     call = ToolCall("c1", "run_command", {"command": "make"})
@@ -238,6 +254,22 @@ def test_an_interrupted_call_keeps_its_line() -> None:
     out = buf.getvalue()
     assert "✗ run_command sleep 100 — interrupted after 3.2s" in out
     assert out.index("interrupted after") < out.index("Interrupted. The conversation is kept")
+
+
+def test_one_shot_keeps_the_line_of_the_call_ctrl_c_stopped() -> None:
+    con, buf = console()
+    con.soft_wrap = True  # a pipe: whole lines
+    printer = ProgressPrinter(con)
+    done = ToolCall("c1", "run_command", {"command": "ls"})
+    printer.handle(ToolStarted(done))
+    printer.handle(ToolFinished(done, ToolResult("a\n[exit code 0]",
+                                                 meta={"kind": "command", "exit_code": 0}), 0.0))
+    printer.interrupted()  # between calls: nothing was running
+    running = ToolCall("c2", "run_command", {"command": "sleep 30"})
+    printer.handle(ToolStarted(running))
+    printer.interrupted()
+    assert buf.getvalue().splitlines() == ["• run_command ls — exit 0",
+                                           "✗ run_command sleep 30 — interrupted"]
 
 
 def test_a_call_stopped_at_its_question_says_so() -> None:
@@ -381,6 +413,22 @@ def test_a_resumed_conversation_is_replayed_compactly() -> None:
     assert [line.rstrip() for line in buf.getvalue().splitlines()] == [
         "› remember the word pineapple", "  • read_file notes.txt", "  First answer.",
         "  It has", "  many", "  lines", "  …", "› and again? …", "  Second answer."]
+
+
+def test_a_replay_fits_the_terminal_and_cuts_between_words() -> None:
+    request = ("please investigate the behaviour of the parser when it is handed extremely "
+               "long inputs containing unusual characters")
+    answer = "This long answer explains many different considerations about the code in detail."
+    messages = [Message("user", request), Message("assistant", answer)]
+    con, buf = console(width=60)
+    for line in replay_lines(messages, width=60):
+        con.print(line)
+    shown = [line.rstrip() for line in buf.getvalue().splitlines()]
+    assert shown == ["› please investigate the behaviour of the parser when it is…",
+                     "  This long answer explains many different considerations…"]
+    for line in shown:  # every word shown whole: a word of the text, or one cut before "…"
+        assert all(word in request.split() + answer.split() + ["›"]
+                   for word in line.rstrip("…").split())
 
 
 def test_a_notice_reads_whole_in_the_repl() -> None:

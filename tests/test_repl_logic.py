@@ -290,6 +290,25 @@ def test_clear_forgets_the_conversation(root: Path) -> None:
     assert user_texts(provider.requests[1]) == ["fresh start"]
 
 
+def test_the_toolbar_counts_compactions_as_context_does_after_a_clear(root: Path) -> None:
+    provider = ScriptedProvider([reply("one"), reply("The summary."), reply("two"),
+                                 reply("three")])
+    run = Run(make_session(root, provider))
+    out = run(f"/save\rremember me\r/restore\r/clear\r{CTRL_D}")
+    assert "Collapsed" in out and "Cleared" in out  # the collapse was a compaction
+    assert run.session.agent.context.usage().compactions == 0
+    assert "0 compactions" in run.repl.status.parts(200)[-1]
+
+
+def test_an_interrupted_turn_with_no_figures_shows_none(root: Path) -> None:
+    provider = ScriptedProvider([reply("one", usage=(900, 5)), interrupt])
+    run = Run(make_session(root, provider))
+    run(f"first\r{CTRL_D}")
+    assert "last turn 900 in/5 out" in " · ".join(t for _, t in run.repl.status.parts(200))
+    run(f"second\r{CTRL_D}")
+    assert "last turn —" in " · ".join(t for _, t in run.repl.status.parts(200))
+
+
 def test_completer_completes_commands_flags_and_paths(root: Path) -> None:
     completer = SlashAndPathCompleter(root)
 

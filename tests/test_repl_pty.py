@@ -247,6 +247,27 @@ def test_toolbar_spinner_and_type_ahead(project: Path) -> None:
         child.expect(pexpect.EOF)
 
 
+def test_a_resize_mid_turn_redraws_the_live_lines_at_the_new_width(server: object,
+                                                                   project: Path) -> None:
+    """spawn() exports COLUMNS=120, as some shells do; the terminal's own size must win
+    once it changes, or the live lines are drawn wider than the screen and every redraw
+    leaves a stale copy behind."""
+    server.script(fakeserver.Reply(text="The late answer.", mode="hang", hang=3))
+    child = spawn(server, project)
+    ask(child, "take your time")
+    child.expect(SPINNER)
+    child.setwinsize(40, 60)
+    time.sleep(0.6)  # the redraw in flight when the size changed
+    child.expect(SPINNER)
+    child.expect("The late answer.")
+    drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)
+    pieces = [piece for line in drawn.split("\n") for piece in line.split("\r")]
+    assert "thinking" in drawn and max(len(piece) for piece in pieces) <= 60, pieces
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+
+
 def test_keys_typed_before_an_approval_question_cannot_answer_it(server: object,
                                                                   project: Path) -> None:
     server.script(fakeserver.Reply(tool_calls=[("run_command", {"command": "touch made"})],

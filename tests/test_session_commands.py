@@ -91,7 +91,7 @@ def test_undo_refuses_when_a_file_changed_on_disk_and_force_overrides(tmp_path: 
     assert "/undo --force" in out
     assert (tmp_path / "app.py").read_text() == "x = 2\n"  # untouched
     out = flat(run(f"/undo --force\r{CTRL_D}"))
-    assert "Your later changes to notes.md were overwritten (--force)." in out
+    assert "Your later changes to notes.md were discarded (--force)." in out
     assert (tmp_path / "notes.md").read_text() == "old notes\n"
 
 

@@ -21,8 +21,8 @@ CUT_CALL_RESULT = (
     "first part and add the rest with edit_file, or split the work over several calls."
 )
 OUTPUT_LIMIT_TEXT = (
-    "The reply was cut off by the output limit {count} times in a row ({limit} tokens), so "
-    "it is incomplete. Raise --max-output-tokens (or load a larger window), or ask for a "
+    "The reply was cut off by the output limit ({limit} tokens a reply) {count} times in a "
+    "row, so it is incomplete. Raise --max-output-tokens (or load a larger window), or ask for a "
     "shorter answer."
 )
 
@@ -50,7 +50,8 @@ class Cuts:
         self.count += 1
         for call in message.tool_calls:
             yield ToolStarted(call)
-            result = ToolResult(CUT_CALL_RESULT.format(limit=self.limit), is_error=True)
+            result = ToolResult(CUT_CALL_RESULT.format(limit=self.limit), is_error=True, meta={
+                "summary": "not run: the output limit cut the reply off inside this call"})
             yield ToolFinished(call, context.add_tool_result(call, result, read_only=True), 0.0)
         if message.tool_calls:
             yield from context.after_tool_batch(turn)

@@ -50,13 +50,26 @@ def cmd_compact(agent: Agent, args: Sequence[str]) -> CommandReply:
     focus = agent.config.redactor.redact(" ".join(words))
     level = 2 if drop or focus else 1
     reason = "/compact" + (" --drop" if drop else "") + (" (focused)" if focus else "")
-    event = agent.context.compact(level, reason, USER_TURN, focus or None)
+    before = agent.context.estimate()
+    try:
+        event = agent.context.compact(level, reason, USER_TURN, focus or None)
+    except KeyboardInterrupt:
+        return _interrupted(before, agent.context.estimate())
     if event is None:
         what = "levels 1 and 2" if level == 2 else "level 1"
         return CommandReply(f"Nothing to compact at {what}: no old tool results or turns to "
                             "shrink yet.", level="warning")
     kept = f"\nThe recap's focus: {focus}" if focus and event.level == 2 else ""
     return CommandReply("Compacted. " + compaction_text(event) + kept, events=(event,))
+
+
+def _interrupted(before: int, after: int) -> CommandReply:
+    """Ctrl-C while the model wrote the recap: level 1 had run by then and stays."""
+    if after >= before:
+        return CommandReply("Interrupted; nothing was compacted.", level="warning")
+    return CommandReply("Interrupted while the model wrote the recap (level 2), which was not "
+                        "applied. Level 1 had already shrunk old tool results, and that stays: "
+                        f"{before} → {after} tokens.", level="warning")
 
 
 def cmd_save(agent: Agent, args: Sequence[str]) -> CommandReply:
@@ -140,8 +153,9 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
         f"  emergency (pinned knowledge and the last turn, no model call) when no recap "
         f"comes, from {usage.emergency} tokens, or if nothing else "
         "fits.\n"
-        f"Compactions so far: {usage.compactions}. The server computed {usage.reprocessed} "
-        "cached tokens again because of them and of changes to the tool list (/mcp, /plan).")
+        f"Compactions so far: {usage.compactions}. Cached tokens the server computed again "
+        f"because of compactions and changes to the tool list (/mcp, /plan): "
+        f"{usage.reprocessed}.")
     children = agent.subagent_totals
     if children.tasks:
         failed = f", {children.failed} without an answer" if children.failed else ""

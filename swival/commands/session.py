@@ -18,8 +18,9 @@ from swival.providers.base import ProviderInfo
 from swival.providers.discovery import ModelChoice
 from swival.providers.factory import Connector
 from swival.state import SessionIndex, sessions_dir
+from swival.tools.mentions import typed_request
 from swival.tools.undo import UndoRefused
-from swival.words import agree, plural
+from swival.words import agree, clip, plural
 
 MCP_USAGE = "/mcp [restart [NAME...] | refresh]"
 REPROCESSED = ("The tool list changed, so the server processes the whole prompt again on the "
@@ -56,7 +57,7 @@ def cmd_undo(agent: Agent, args: Sequence[str]) -> CommandReply:
              UNDO_SCOPE]
     if outcome.overwritten:
         lines.append(f"Your later changes to {', '.join(outcome.overwritten)} were "
-                     "overwritten (--force).")
+                     "discarded (--force).")
     if outcome.failed:
         lines.append(f"Could not restore {'; '.join(outcome.failed)}. /undo tries again.")
     if outcome.remaining:
@@ -182,7 +183,7 @@ def session_rows(folder: Path, ids: Sequence[str], current: str | None,
                 if record.get("role") in ("user", "assistant", "tool"):
                     count += 1
                     if not first and record.get("role") == "user":
-                        first = " ".join(str(record.get("content", "")).split())[:60]
+                        first = clip(typed_request(str(record.get("content", ""))), 60)
         started = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
         mark = " (this one)" if path.stem == current else ""
         rows.append((path.stem + mark, started, str(count), first))

@@ -202,6 +202,9 @@ def repair_completion(completion: Completion, tools: Sequence[Mapping[str, Any]]
                    notes=completion.notes + tuple(notes))
 
 
+REPAIR_NOTE_START = "[note: this call was repaired before it ran: "  # the result's first line
+
+
 def repair_note(call: ToolCall) -> str | None:
     """The line that tells the model what was fixed in its arguments before the call ran, if
     anything. That a call was written as text is left out: the model's chat template decides
@@ -209,4 +212,4 @@ def repair_note(call: ToolCall) -> str | None:
     fixed = [r for r in call.repairs if r != WRITTEN_AS_TEXT]
     if not fixed:
         return None
-    return f"[note: this call was repaired before it ran: {', '.join(fixed)}]"
+    return f"{REPAIR_NOTE_START}{', '.join(fixed)}]"

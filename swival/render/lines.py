@@ -18,6 +18,7 @@ from rich.text import Text
 
 from swival.events import Checkpointed, Compacted, SubagentStep
 from swival.messages import ToolCall, ToolResult, clean_text
+from swival.providers.repair import REPAIR_NOTE_START
 from swival.words import lines_of, plural
 
 KEY_ARGUMENTS = ("file_path", "path", "pattern", "command", "url", "action", "thought",
@@ -77,7 +78,14 @@ def _first_text(args: Mapping[str, Any]) -> str:
     return next((v for v in [*named, *args.values()] if isinstance(v, str) and v), "")
 
 
+def _for_person(text: str) -> str:
+    """A result's text without the line that tells the model its arguments were repaired
+    (the person got that as a notice of its own)."""
+    return text.split("\n", 1)[-1] if text.startswith(REPAIR_NOTE_START) else text
+
+
 def _first_sentence(text: str) -> str:
+    text = _for_person(text)
     line = next((part for part in text.strip().splitlines() if part.strip()), "error")
     line = line.removeprefix("error: ")
     return line.split(". ", 1)[0].rstrip(".")
@@ -144,7 +152,7 @@ def command_tail(result: ToolResult, lines: int = TAIL_LINES) -> list[str]:
     safe to print; empty when it printed nothing or did not run."""
     if result.meta.get("kind") != "command":
         return []
-    text = result.content
+    text = _for_person(result.content)
     verdicts = list(_VERDICT.finditer(text))
     if not verdicts:
         return []

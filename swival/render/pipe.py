@@ -20,7 +20,9 @@ from swival.events import (
     ToolStarted,
     TurnFinished,
 )
+from swival.messages import ToolCall
 from swival.render.lines import (
+    FAIL_MARK,
     NOTICE_STYLES,
     checkpoint_line,
     compaction_line,
@@ -54,24 +56,36 @@ class ProgressPrinter:
         self.quiet = quiet
         self._task = 0  # the task whose subagent steps were shown last
         self.asking = ""  # "subagent N" while a subagent runs: who an approval is for
+        self._running: ToolStarted | None = None  # the call that has no result yet
 
     def _say(self, text: str, style: str) -> None:
         self.console.print(Text(text, style=style))
+
+    def _call_line(self, call: ToolCall, mark: str, name: str, said: str, style: str) -> None:
+        key = key_argument(call, limit=None if self.console.soft_wrap else 60)
+        self._say(" ".join(part for part in (mark, name, key) if part) + f" — {said}", style)
+
+    def interrupted(self) -> None:
+        """Ctrl-C: the line of the call that was running stays, marked interrupted."""
+        running, self._running = self._running, None
+        if running is not None and not self.quiet:
+            self._call_line(running.call, FAIL_MARK, screen_text(running.call.name),
+                            "interrupted", "red")
 
     def handle(self, event: Event) -> None:
         if isinstance(event, SubagentStep):
             self.asking = f"subagent {event.task}"
         elif isinstance(event, ToolStarted | ToolFinished):
             self.asking = ""
+            self._running = event if isinstance(event, ToolStarted) else None
         if isinstance(event, Notice) and event.level == "error":
             self._say(screen_text(event.text), "red")
         if self.quiet:
             return
         if isinstance(event, ToolFinished):
             mark, name, said, _ = tool_words(event.call, event.result, 0.0)
-            key = key_argument(event.call, limit=None if self.console.soft_wrap else 60)
-            self._say(" ".join(part for part in (mark, name, key) if part) + f" — {said}",
-                      "red" if event.result.failed else "dim")
+            self._call_line(event.call, mark, name, said,
+                            "red" if event.result.failed else "dim")
         elif isinstance(event, Compacted):
             self._say(compaction_line(event), "yellow")
             if event.note:

@@ -57,8 +57,9 @@ class Status:
         elif isinstance(event, Compacted):
             self.context_tokens = event.tokens_after
             self.compactions += 1
-        elif isinstance(event, TurnFinished):
-            self.last_turn = event.usage
+        elif isinstance(event, TurnFinished):  # no figures when cut before any came
+            used = event.usage.prompt_tokens or event.usage.completion_tokens
+            self.last_turn = event.usage if used else None
 
     def parts(self, width: int = 200) -> list[tuple[Level, str]]:
         """Status pieces as (level, text); pieces are dropped, least useful first, until

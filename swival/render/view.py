@@ -10,6 +10,7 @@ lines stay in the scrollback.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -61,8 +62,13 @@ STYLES = {"info": "", "warning": "yellow", "error": "red", "dim": "dim"}
 def make_console(file: IO[str] | None = None, *, width: int | None = None,
                  color: bool | None = None) -> Console:
     """The REPL's console (stdout by default). `color=False` forces plain text; None lets
-    rich decide from the terminal and `NO_COLOR`."""
+    rich decide from the terminal and `NO_COLOR`. On stdout the terminal's own size wins
+    over `COLUMNS`/`LINES`: an exported figure would stay fixed while the terminal is
+    resized, and the live lines, drawn wider than the screen, would leave stale copies."""
     options: dict[str, Any] = {"highlight": False, "file": file, "width": width}
+    if file is None and width is None:
+        options["_environ"] = {k: v for k, v in os.environ.items()
+                               if k not in ("COLUMNS", "LINES")}
     if color is False:
         options["no_color"] = True
         options["color_system"] = None
@@ -270,7 +276,7 @@ class TurnView:
 
     def replay(self, messages: Sequence[Message]) -> None:
         """The last exchanges of a resumed conversation, compactly."""
-        for line in replay_lines(messages):
+        for line in replay_lines(messages, width=self.console.width):
             self._print(line)
 
     # -- internals ----------------------------------------------------------------------

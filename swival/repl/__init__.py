@@ -155,7 +155,7 @@ class Repl:
             self.view.table(reply.headers, reply.rows)
         if reply.footer:
             self.view.message(reply.footer, "dim")
-        self._refresh_context()
+        self._refresh_context(compactions=True)
         return reply
 
     def turn(self, text: str) -> None:
@@ -250,12 +250,16 @@ class Repl:
         self.status.window_source = info.window.source
         self.status.budget = info.window.budget_tokens
 
-    def _refresh_context(self) -> None:
+    def _refresh_context(self, compactions: bool = False) -> None:
+        """The toolbar's context figure (and with `compactions`, after a command, the
+        engine's count of them, which /clear resets) as the engine has them."""
+        context = self.session.agent.context
         try:
-            used = self.session.agent.context.estimate()
+            self.status.context_tokens = context.estimate()
+            if compactions:
+                self.status.compactions = context.usage().compactions
         except SwivalError:
             return
-        self.status.context_tokens = used
 
     def _banner(self) -> None:
         info = self.session.provider.info

@@ -154,10 +154,19 @@ def attach(text: str, ctx: ToolContext) -> Mentions:
     return Mentions(_note(attached), tuple(attached), tuple(problems))
 
 
+NOTE_START = "[The user attached these with @"
+
+
 def _note(attached: list[Attachment]) -> str:
     if not attached:
         return ""
     if any(a.kind == "file" for a in attached):
-        return ("[The user attached these with @. A file shown whole counts as read: edit it "
+        return (f"{NOTE_START}. A file shown whole counts as read: edit it "
                 "directly. A file cut short must be read (read_file) before you edit it.]")
-    return "[The user attached these with @.]"
+    return f"{NOTE_START}.]"
+
+
+def typed_request(content: str) -> str:
+    """A request as the person typed it: its recorded `content` without the files and
+    listings attached after it (for lists and replays a person reads)."""
+    return content.strip().split("\n\n" + NOTE_START, 1)[0]
