@@ -97,6 +97,8 @@ def describe(error: BaseException) -> str:
         error = error.exceptions[0]
     if getattr(error, "code", None) == CONNECTION_CLOSED:
         return "it exited or closed the connection"
+    if type(error).__name__ in ("ConnectError", "ConnectTimeout"):  # httpx's
+        return f"cannot connect to its url ({str(error).strip() or 'timed out'})"
     if isinstance(error, OSError) and error.strerror:
         where = f" ({error.filename})" if error.filename else ""
         return f"{error.strerror}{where}"
@@ -118,6 +120,7 @@ class Connection:
         self.tools: list[RemoteTool] = []
         self.stderr: StderrTail | None = None
         self.noise = ""  # the first line it wrote on stdout that is not MCP
+        self.http_status = ""  # the first error status its url answered, e.g. "HTTP 404 Not Found"
         self._client: Any = None
         self._stop: asyncio.Event | None = None
 
@@ -163,13 +166,25 @@ class Connection:
         return (f"; it wrote text that is not MCP on its stdout (\"{self.noise}\"), where a "
                 "stdio server may write only MCP messages")
 
+    def start_failure(self, error: BaseException) -> str:
+        """Why it did not start, for a person. The SDK reports any HTTP error status of
+        its url as one vague error; the status itself says what to fix."""
+        if self.http_status:
+            return (f"its url answered {self.http_status}; check `url` and `headers` in its "
+                    "table")
+        return describe(error) + self.noise_note()
+
+    async def _noted(self, response: Any) -> None:
+        if response.status_code >= 400 and not self.http_status:
+            self.http_status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+
     def _failed(self, error: BaseException) -> None:
         if self.state == "down":
             return  # a failed call already said why
         if self.state == "ready":
             self.state, self.error = "down", f"connection lost: {describe(error)}"
         else:
-            self.state, self.error = "failed", describe(error) + self.noise_note()
+            self.state, self.error = "failed", self.start_failure(error)
 
     def _transport(self) -> Any:
         spec = self.spec
@@ -178,7 +193,8 @@ class Connection:
             from mcp.client.streamable_http import streamable_http_client
 
             http = httpx2.AsyncClient(headers=dict(spec.headers),
-                                      timeout=httpx2.Timeout(30.0, read=spec.call_timeout))
+                                      timeout=httpx2.Timeout(30.0, read=spec.call_timeout),
+                                      event_hooks={"response": [self._noted]})
             return streamable_http_client(spec.url, http_client=http)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 

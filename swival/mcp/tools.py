@@ -73,6 +73,9 @@ class Access:
                                            f"{describe(error)}"), is_error=True, meta=meta)
         text = render(result)
         if getattr(result, "is_error", False):
+            # Servers written with the Python SDK wrap every error in these words; the
+            # line below already says which tool failed.
+            text = text.removeprefix(f"Error executing tool {tool}: ")
             return ToolResult(self._redact(server, f"error: {tool} failed: {text}"),
                               is_error=True, meta=meta)
         shown, saved = head_or_spill(text, INLINE_CHARS, ctx, f"mcp-{server}", "result")
