@@ -213,7 +213,8 @@ class McpTools:
     def summary(self) -> str:
         plan = self.plan
         if plan is None:
-            return "The tool list is not fixed yet: it is, before the first request."
+            return ("The tool list is fixed just before the first request, which waits for "
+                    "the servers still starting.")
         return (f"Tool schemas: {plan.total} tokens of the {plan.budget}-token input budget "
                 f"({percent(plan.total, plan.budget)}), built-in tools "
                 f"{plan.base}.")
