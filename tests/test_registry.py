@@ -6,7 +6,7 @@ from typing import Any
 
 from swival.messages import ToolCall, ToolResult
 from swival.tools.base import ToolContext, ToolError, ToolSpec
-from swival.tools.registry import ToolRegistry, check_arguments
+from swival.tools.registry import ToolRegistry, check_arguments, decoded
 
 
 class Echo:
@@ -63,6 +63,17 @@ def test_argument_problems_are_precise() -> None:
     assert "must be one of loud, quiet" in (check_arguments(schema, {"text": "a", "mode": "x"})
                                             or "")
     assert check_arguments(schema, {"text": "a", "times": None}) is None
+
+
+def test_an_object_or_array_sent_as_a_string_of_json_is_decoded() -> None:
+    schema = {"type": "object", "properties": {"options": {"type": "object"},
+                                               "items": {"type": "array"},
+                                               "text": {"type": "string"}}}
+    sent = {"options": '{"a": 1}', "items": "[1, 2]", "text": '{"a": 1}'}
+    assert decoded(schema, sent) == {"options": {"a": 1}, "items": [1, 2], "text": '{"a": 1}'}
+    for wrong in ({"options": "[1]"}, {"options": "a=1"}, {"items": '{"a": 1}'}):
+        assert decoded(schema, wrong) == wrong  # left for check_arguments to report
+        assert "must be of type" in (check_arguments(schema, decoded(schema, wrong)) or "")
 
 
 def test_unparseable_arguments_are_reported_not_run(tmp_path: Path) -> None:

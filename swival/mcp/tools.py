@@ -24,7 +24,7 @@ from swival.messages import ToolResult
 from swival.redaction import Redactor
 from swival.tools.approval import Approvals, Refusal, person_words
 from swival.tools.base import ToolContext, ToolSpec
-from swival.tools.registry import check_arguments
+from swival.tools.registry import check_arguments, decoded
 from swival.tools.spilled import head_or_spill, line_count
 from swival.words import clip, plural
 
@@ -274,8 +274,9 @@ class McpCall:
         entry = self._held.find(args["server"], args["tool"])
         if isinstance(entry, ToolResult):
             return entry
-        arguments = dict(args.get("arguments") or {})
-        problem = check_arguments(parameters_of(entry.tool.input_schema), arguments)
+        schema = parameters_of(entry.tool.input_schema)
+        arguments = dict(decoded(schema, args.get("arguments") or {}))
+        problem = check_arguments(schema, arguments)
         if problem:
             return ToolResult(f"error: {entry.tool.name}: {problem}. See its arguments with "
                               f"mcp_list server={args['server']} tool={entry.tool.name}.",

@@ -8,6 +8,7 @@ the model can read, never as an exception.
 from __future__ import annotations
 
 import difflib
+import json
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,6 +28,24 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 REPEAT_WINDOW = 6
 REPEAT_LIMIT = 3
+
+
+def decoded(schema: Mapping[str, Any], args: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`args` with an object or array argument that came as a string of JSON (small models
+    often encode one twice, e.g. mcp_call's `arguments`) decoded, when it decodes to the
+    declared type; anything else is left for check_arguments to report."""
+    props: Mapping[str, Any] = schema.get("properties", {})
+    out = dict(args)
+    for name, value in args.items():
+        want = _JSON_TYPES.get((props.get(name) or {}).get("type") or "")
+        if isinstance(value, str) and want in ((dict,), (list,)):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(parsed, want):
+                out[name] = parsed
+    return out
 
 
 def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
@@ -117,7 +136,8 @@ class ToolRegistry:
                 meta={"refused": True, "summary": "not run: plan mode (/plan leaves it)"})
         if call.arguments_error:
             return ToolResult(f"error: {call.arguments_error}", is_error=True)
-        problem = check_arguments(tool.spec.parameters, call.arguments)
+        arguments = decoded(tool.spec.parameters, call.arguments)
+        problem = check_arguments(tool.spec.parameters, arguments)
         if problem:
             return ToolResult(f"error: {call.name}: {problem}.", is_error=True)
         fingerprint = call.name + "\0" + call.arguments_json()
@@ -131,7 +151,7 @@ class ToolRegistry:
                 is_error=True,
             )
         try:
-            result = tool.run(call.arguments, ctx)
+            result = tool.run(arguments, ctx)
         except ToolError as exc:
             meta = {"summary": exc.summary} if exc.summary else {}
             return ToolResult(f"error: {exc}", is_error=True, meta=meta)
