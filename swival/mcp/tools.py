@@ -173,6 +173,15 @@ LIMITS = {
 }
 
 
+def not_read_only(server: str, tool: str, limit: str) -> tuple[str, str]:
+    """What a call to a tool left out for its missing read-only hint gets, where only
+    hinted tools are offered (`limit`: a key of LIMITS): words for the model, the person."""
+    where, instead = LIMITS[limit]
+    return (f"error: {tool} of {server} is not available {where}: the server does not mark "
+            f"it read-only (readOnlyHint), so it may change something. {instead}",
+            f"not available {where}: the server does not mark it read-only")
+
+
 @dataclass(frozen=True)
 class Held:
     """The held-back servers' tools that mcp_list and mcp_call offer, per server, and,
@@ -207,12 +216,8 @@ class Held:
             if entry.tool.name == name:
                 return entry
         if name in self.hidden.get(server, ()):
-            where, instead = LIMITS[self.limit]
-            return ToolResult(
-                f"error: {name} of {server} is not available {where}: the server does not "
-                f"mark it read-only (readOnlyHint), so it may change something. {instead}",
-                is_error=True, meta={"refused": True, "summary": (
-                    f"not available {where}: the server does not mark it read-only")})
+            text, summary = not_read_only(server, name, self.limit)
+            return ToolResult(text, is_error=True, meta={"refused": True, "summary": summary})
         names = ", ".join(e.tool.name for e in entries[:40])
         more = f" and {len(entries) - 40} more" if len(entries) > 40 else ""
         return ToolResult(f"error: no tool {name!r} there. Its tools: {names}{more}."

@@ -107,12 +107,16 @@ class ToolRegistry:
     def reset(self) -> None:
         self._recent.clear()
 
-    def swap(self, remove: Iterable[str], add: Iterable[Tool]) -> None:
-        """Drop the tools named in `remove` and append `add` (tools that come as a set,
-        such as an MCP server's; the others keep their place and order)."""
+    def swap(self, remove: Iterable[str], add: Iterable[Tool],
+             withheld: Mapping[str, tuple[str, str]] | None = None) -> None:
+        """Drop the tools (or withheld names) in `remove` and append `add` (tools that
+        come as a set, such as an MCP server's; the others keep their place and order),
+        and `withheld`: names not given, with what a call to one gets."""
         for name in remove:
             self._tools.pop(name, None)
+            self._withheld.pop(name, None)
         self._tools.update((t.spec.name, t) for t in add)
+        self._withheld.update(withheld or {})
 
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Check and run one call. Never raises for anything the model did."""
