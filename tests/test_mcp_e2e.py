@@ -104,6 +104,22 @@ def test_a_server_writing_text_that_is_not_mcp_shows_no_traceback(
             in result.stderr)
 
 
+def test_a_type_list_in_a_servers_schema_is_checked_not_a_crash(
+        fake_server: Any, project: Path) -> None:
+    """`"type": ["string", "null"]` is how many servers say an argument may be null."""
+    write_global(project, table("nullable", "nullable", trust="true"))
+    seen: list[str] = []
+    server = fake_server(kind="llamacpp", window=8192).script(
+        tool("mcp__nullable__note", text="hi", tag="a"),
+        tool("mcp__nullable__note", text="hi", tag=None),
+        tool("mcp__nullable__note", text="hi", tag=3), answering(seen, "done"))
+    result = run_swival(server, project, "-p", "note hi")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert seen == ["hi [a]", "hi [None]",
+                    "error: mcp__nullable__note: argument `tag` must be of type string, got int."]
+
+
 @pytest.mark.parametrize("flags", [(), ("--yolo",)])
 def test_one_shot_refuses_calls_to_an_untrusted_server_unless_yolo(
         fake_server: Any, project: Path, flags: tuple[str, ...]) -> None:

@@ -76,6 +76,16 @@ def test_an_object_or_array_sent_as_a_string_of_json_is_decoded() -> None:
         assert "must be of type" in (check_arguments(schema, decoded(schema, wrong)) or "")
 
 
+def test_schemas_as_mcp_servers_write_them_are_checked_without_a_crash() -> None:
+    schema = {"type": "object", "properties": {"tag": {"type": ["string", "null"]},
+                                               "n": {"type": ["integer", "null"]},
+                                               "any": True, "odd": {"type": "uuid"}}}
+    assert check_arguments(schema, {"tag": "a", "n": None, "any": 1, "odd": 2}) is None
+    assert check_arguments(schema, {"n": True}) == "argument `n` must be of type integer, got bool"
+    assert check_arguments(schema, {"tag": 3}) == "argument `tag` must be of type string, got int"
+    assert check_arguments({"properties": None}, {}) is None
+
+
 def test_unparseable_arguments_are_reported_not_run(tmp_path: Path) -> None:
     reg = ToolRegistry([Echo()])
     call = ToolCall("c1", "echo", {}, arguments_error="arguments are not valid JSON: ...")

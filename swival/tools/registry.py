@@ -30,27 +30,44 @@ REPEAT_WINDOW = 6
 REPEAT_LIMIT = 3
 
 
+def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A schema's properties (an MCP server's schema may hold anything there)."""
+    props = schema.get("properties")
+    return props if isinstance(props, Mapping) else {}
+
+
+def _declared(spec: Any) -> list[str] | None:
+    """The JSON types a property schema allows besides null ("type": "string", or a list
+    such as ["string", "null"]); None when it declares none, or one not checked here."""
+    want = spec.get("type") if isinstance(spec, Mapping) else None
+    names = [want] if isinstance(want, str) else want if isinstance(want, list) else []
+    names = [name for name in names if name != "null"]
+    if not names or not all(isinstance(n, str) and n in _JSON_TYPES for n in names):
+        return None
+    return names
+
+
 def decoded(schema: Mapping[str, Any], args: Mapping[str, Any]) -> Mapping[str, Any]:
     """`args` with an object or array argument that came as a string of JSON (small models
     often encode one twice, e.g. mcp_call's `arguments`) decoded, when it decodes to the
     declared type; anything else is left for check_arguments to report."""
-    props: Mapping[str, Any] = schema.get("properties", {})
+    props = _properties(schema)
     out = dict(args)
     for name, value in args.items():
-        want = _JSON_TYPES.get((props.get(name) or {}).get("type") or "")
-        if isinstance(value, str) and want in ((dict,), (list,)):
+        declared = _declared(props.get(name))
+        if isinstance(value, str) and declared in (["object"], ["array"]):
             try:
                 parsed = json.loads(value)
             except ValueError:
                 continue
-            if isinstance(parsed, want):
+            if isinstance(parsed, _JSON_TYPES[declared[0]]):
                 out[name] = parsed
     return out
 
 
 def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
     """Return a precise complaint about `args`, or None when they fit `schema`."""
-    props: Mapping[str, Any] = schema.get("properties", {})
+    props = _properties(schema)
     missing = [name for name in schema.get("required", ()) if args.get(name) is None]
     if missing:
         return (f"missing required {agree(len(missing), 'argument', 'arguments')}: "
@@ -60,15 +77,16 @@ def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str |
         return (f"unknown {agree(len(unknown), 'argument', 'arguments')}: {', '.join(unknown)}; "
                 f"this tool takes: {', '.join(props) or 'nothing'}")
     for name, value in args.items():
-        if value is None:
-            continue
-        want = props[name].get("type")
-        types = _JSON_TYPES.get(want or "", ())
-        wrong_bool = isinstance(value, bool) and want in ("integer", "number")
-        if types and (not isinstance(value, types) or wrong_bool):
-            return f"argument `{name}` must be of type {want}, got {type(value).__name__}"
-        choices = props[name].get("enum")
-        if choices and value not in choices:
+        spec = props[name] if isinstance(props[name], Mapping) else {}
+        declared = _declared(spec)
+        if value is None or declared is None:
+            pass
+        elif (not isinstance(value, tuple(t for d in declared for t in _JSON_TYPES[d]))
+              or (isinstance(value, bool) and "boolean" not in declared)):
+            return (f"argument `{name}` must be of type {' or '.join(declared)}, got "
+                    f"{type(value).__name__}")
+        choices = spec.get("enum")
+        if value is not None and choices and value not in choices:
             return f"argument `{name}` must be one of {', '.join(map(str, choices))}"
     return None
 
