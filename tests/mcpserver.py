@@ -13,7 +13,11 @@ Kinds:
 - `many`: 60 tools with long descriptions, examples and titles (the schema-budget case);
 - `mixed`: the same 60 tools, the even-numbered ones marked read-only (readOnlyHint);
 - `slowstart`: `basic`, after sleeping `SLOWSTART_SECONDS` (default 30) before serving;
-- `crash`: writes a line to stderr and exits before serving.
+- `crash`: writes a line to stderr and exits before serving;
+- `banner`: `basic`, after writing a banner line that is not MCP on stdout;
+- `garbage`: answers every line it reads with text that is not MCP;
+- `nullable`: one tool, `note`, whose optional argument is advertised as
+  `"type": ["string", "null"]`, as servers written with zod (TypeScript) do.
 
 Every call is appended to the file named by `MCP_CALL_LOG`, when set, so tests can see
 which calls reached the server; `MCP_PID_FILE` gets the process id of every server started.
@@ -147,11 +151,33 @@ def _search(number: int) -> Any:
     return tool
 
 
+def nullable() -> MCPServer:
+    server: MCPServer = MCPServer("nullable")
+
+    @server.tool()
+    def note(text: str, tag: str | None = None) -> str:
+        """Return the text with its tag."""
+        return f"{text} [{tag}]"
+
+    advertised = server._tool_manager.get_tool("note").parameters  # noqa: SLF001
+    advertised["properties"]["tag"] = {"type": ["string", "null"]}
+    return server
+
+
 def build(kind: str) -> MCPServer:
     if kind in ("many", "mixed"):
         return many(kind, hinted=kind == "mixed")
     if kind == "slowstart":
         time.sleep(float(os.environ.get("SLOWSTART_SECONDS", "30")))
+    if kind == "nullable":
+        return nullable()
+    if kind == "banner":
+        print("basic server v1.0 listening on stdio", flush=True)
+        return basic(kind)
+    if kind == "garbage":
+        for _ in sys.stdin:
+            print("Unknown command, type help for help", flush=True)
+        sys.exit(0)
     if kind == "crash":
         sys.stderr.write("fatal: cannot open the database\n")
         sys.exit(2)

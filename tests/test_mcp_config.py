@@ -47,6 +47,9 @@ env = { "1BAD" = "x" }
 
 [mcp_servers.bad__name]
 command = "a"
+
+[mcp_servers."my.server"]
+command = "a"
 """)
     with pytest.raises(ConfigError) as caught:
         load_settings({}, cwd=project)
@@ -63,7 +66,10 @@ command = "a"
         f"{where}ftp]: `url` must start with http:// or https://, got 'ftp://host/mcp'.",
         f"{where}ftp]: `env` do not apply to a server with a `url`.",
         f"{where}ftp]: `env` names must be variable names, got '1BAD'.",
-        f"{where}bad__name]: a name holds up to 32 letters, digits, '-' and single '_'.",
+        f"{where}bad__name]: a name holds up to 32 ASCII letters, digits, '-' and single "
+        "'_'; rename the table.",
+        f'{where}"my.server"]: a name holds up to 32 ASCII letters, digits, \'-\' and single '
+        "'_'; rename the table.",
     ]
 
 

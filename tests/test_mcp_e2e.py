@@ -85,6 +85,42 @@ def test_one_shot_calls_a_trusted_servers_tool_and_stops_the_server(
     assert len(started) == 1 and not running(started[0]), "the server outlived swival"
 
 
+def test_a_server_writing_text_that_is_not_mcp_shows_no_traceback(
+        fake_server: Any, project: Path) -> None:
+    """One server prints a banner on stdout and then works; another answers only with
+    text. The SDK logs a traceback for every such line: none may reach the terminal, and
+    the server that never starts says what it wrote."""
+    write_global(project, table("banner", "banner", trust="true"),
+                 # room for the server's own start-up (it imports the SDK) on a busy machine
+                 table("junk", "garbage", startup_timeout="8"))
+    seen: list[str] = []
+    server = fake_server(kind="llamacpp", window=8192).script(
+        tool("mcp__banner__add", a=2, b=3), answering(seen, "5"))
+    result = run_swival(server, project, "-p", "add 2 and 3")
+    assert result.returncode == 0, result.stderr
+    assert seen == ["5"]
+    assert "Traceback" not in result.stderr and "JSONRPC" not in result.stderr
+    assert ('MCP server junk did not start: did not start within 8 s; it wrote text that '
+            'is not MCP on its stdout ("Unknown command, type help for help")'
+            in result.stderr)
+
+
+def test_a_type_list_in_a_servers_schema_is_checked_not_a_crash(
+        fake_server: Any, project: Path) -> None:
+    """`"type": ["string", "null"]` is how many servers say an argument may be null."""
+    write_global(project, table("nullable", "nullable", trust="true"))
+    seen: list[str] = []
+    server = fake_server(kind="llamacpp", window=8192).script(
+        tool("mcp__nullable__note", text="hi", tag="a"),
+        tool("mcp__nullable__note", text="hi", tag=None),
+        tool("mcp__nullable__note", text="hi", tag=3), answering(seen, "done"))
+    result = run_swival(server, project, "-p", "note hi")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert seen == ["hi [a]", "hi [None]",
+                    "error: mcp__nullable__note: argument `tag` must be of type string, got int."]
+
+
 @pytest.mark.parametrize("flags", [(), ("--yolo",)])
 def test_one_shot_refuses_calls_to_an_untrusted_server_unless_yolo(
         fake_server: Any, project: Path, flags: tuple[str, ...]) -> None:

@@ -13,6 +13,7 @@ from swival.mcp.client import RemoteTool
 from swival.mcp.content import render
 from swival.mcp.schema import NAME_LIMIT, exposed_name, first_sentence, shorten
 from swival.mcp.tools import gateway_schemas
+from swival.words import percent
 
 COUNT = TokenCounter().schemas
 
@@ -113,6 +114,7 @@ def test_between_30_and_50_percent_there_is_a_warning_with_figures_per_server() 
     for server in plan.servers:
         assert f"{server.name} {server.tools} tools {server.full}" in text
     assert "shortened" not in text and "Held back" not in text
+    assert " Now " not in text  # nothing changed: the figure would only repeat the first
 
 
 def test_a_server_with_one_tool_is_counted_in_the_singular() -> None:
@@ -126,7 +128,9 @@ def test_over_50_percent_the_most_expensive_is_shortened_first() -> None:
     modes = {s.name: s.mode for s in plan.servers}
     assert modes == {"small": "full", "big": "short"}
     assert plan.total <= 0.5 * 6964 < plan.whole
-    assert "shortened the schemas of big" in (plan.warning() or "")
+    text = plan.warning() or ""
+    assert "shortened the schemas of big" in text
+    assert text.endswith(f" Now {plan.total} tokens ({percent(plan.total, 6964)}).")
 
 
 def test_sixty_tools_at_8k_are_held_back_behind_mcp_call_and_mcp_list() -> None:

@@ -97,6 +97,7 @@ def test_read_only_offers_and_budgets_only_the_hinted_tools(
         call("mcp_call", server="mixed", tool="search_collection_05",
              arguments={"query": "status:open"}),
         call("mcp__basic__add", a=2, b=3),
+        call("mcp__basic__echo", text="hi"),  # not offered: said why, not "no such tool"
         reply("Planned."),
     ], window=8192)
     session = build_session(load_settings({"read_only": True}, cwd=tmp_path), provider,
@@ -118,6 +119,11 @@ def test_read_only_offers_and_budgets_only_the_hinted_tools(
     assert results[2].meta["summary"] == ("not available in plan mode: the server does not "
                                           "mark it read-only")
     assert results[3].content == "5"
+    assert results[4].is_error and results[4].content.startswith(
+        "error: echo of basic is not available in plan mode: the server does not mark it "
+        "read-only (readOnlyHint)")
+    assert results[4].meta["summary"] == ("not available in plan mode: the server does not "
+                                          "mark it read-only")
     plan = session.mcp.plan if session.mcp else None
     assert plan is not None and {s.name: s.tools for s in plan.servers} == {
         "mixed": 30, "basic": 1}  # the budget counts only what is offered

@@ -124,7 +124,7 @@ def test_calls_render_compactly_over_both_transports(transport: str, shared: Hub
     assert run(access, tmp_path, "resource").content == \
         "[resource file:///notes/todo.md (text/markdown)]\n- buy milk"
     failed = run(access, tmp_path, "fail", reason="no disk")
-    assert failed.is_error and "refused: no disk" in failed.content
+    assert failed.is_error and failed.content == "error: fail failed: refused: no disk"
     unknown = access.call("basic", "nope", {}, ctx(tmp_path))
     assert unknown.is_error and "Unknown tool: nope" in unknown.content
 
@@ -215,18 +215,24 @@ def test_ctrl_c_interrupts_a_call(shared: Hub, tmp_path: Path) -> None:
     assert run(access, tmp_path, "add", a=3, b=4).content == "7"
 
 
-def test_servers_that_do_not_start_say_why(hubs: list[Hub], tmp_path: Path) -> None:
+def test_servers_that_do_not_start_say_why(hubs: list[Hub], tmp_path: Path,
+                                           http_url: str) -> None:
     began = time.monotonic()
     hub = started(hubs, stdio("crash"), stdio("slowstart", startup_timeout=2),
                   ServerSpec("missing", command=str(tmp_path / "no-such-server")),
-                  ServerSpec("nobody", url="http://127.0.0.1:9/mcp", startup_timeout=5))
+                  ServerSpec("nobody", url="http://127.0.0.1:9/mcp", startup_timeout=5),
+                  ServerSpec("typo", url=http_url.replace("/mcp", "/mpc"), startup_timeout=5))
     assert time.monotonic() - began < 15  # bounded by the startup timeouts, not 30 s
     states = {name: (conn.state, conn.error) for name, conn in hub.connections.items()}
     assert all(state == "failed" for state, _ in states.values()), states
     assert "fatal: cannot open the database" in hub.connections["crash"].stderr.text()
     assert states["slowstart"][1] == "did not start within 2 s"
     assert "No such file or directory" in states["missing"][1]
-    assert states["nobody"][1]
+    assert states["nobody"][1].startswith("cannot connect to its url (")
+    # the SDK says only "Not Found" or "Server returned an error response"; the status
+    # and where to look are what the person needs
+    assert states["typo"][1] == ("its url answered HTTP 404 Not Found; check `url` and "
+                                 "`headers` in its table")
     result = run(Access(hub, Approvals(), yolo=True), tmp_path, "add", "crash", a=1, b=2)
     assert result.is_error and "crash stopped" in result.content
 

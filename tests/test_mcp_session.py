@@ -85,6 +85,10 @@ def test_sixty_tools_at_8k_are_held_back_and_reachable_through_mcp_call(
         call("mcp_call", server="many", tool="search_collection_07", arguments={"limit": 3}),
         call("mcp_call", server="many", tool="search_collection_07",
              arguments={"query": "status:open", "limit": 3}),
+        # small models often encode an object argument a second time, as a string
+        call("mcp_call", server="many", tool="search_collection_08",
+             arguments='{"query": "owner:ada"}'),
+        call("mcp_call", server="many", tool="search_collection_09", arguments="query=x"),
         reply("Found it."),
     ], window=8192)
     session = open_session(tmp_path, provider, sessions)
@@ -105,6 +109,8 @@ def test_sixty_tools_at_8k_are_held_back_and_reachable_through_mcp_call(
     assert results[2].is_error and "missing required argument: query" in results[2].content
     assert "mcp_list server=many tool=search_collection_07" in results[2].content
     assert results[3].content == "tool 7: status:open (limit 3)" and not results[3].is_error
+    assert results[4].content == "tool 8: owner:ada (limit 10)" and not results[4].is_error
+    assert results[5].is_error and "`arguments` must be of type object" in results[5].content
     rows = {row[0]: row for row in dispatch("/mcp", session.agent).rows}
     assert rows["many"][3] == "60" and rows["many"][5] == "via mcp_call"
     assert rows["basic"][5] == "whole"

@@ -6,7 +6,7 @@ from typing import Any
 
 from swival.messages import ToolCall, ToolResult
 from swival.tools.base import ToolContext, ToolError, ToolSpec
-from swival.tools.registry import ToolRegistry, check_arguments
+from swival.tools.registry import ToolRegistry, check_arguments, decoded
 
 
 class Echo:
@@ -63,6 +63,27 @@ def test_argument_problems_are_precise() -> None:
     assert "must be one of loud, quiet" in (check_arguments(schema, {"text": "a", "mode": "x"})
                                             or "")
     assert check_arguments(schema, {"text": "a", "times": None}) is None
+
+
+def test_an_object_or_array_sent_as_a_string_of_json_is_decoded() -> None:
+    schema = {"type": "object", "properties": {"options": {"type": "object"},
+                                               "items": {"type": "array"},
+                                               "text": {"type": "string"}}}
+    sent = {"options": '{"a": 1}', "items": "[1, 2]", "text": '{"a": 1}'}
+    assert decoded(schema, sent) == {"options": {"a": 1}, "items": [1, 2], "text": '{"a": 1}'}
+    for wrong in ({"options": "[1]"}, {"options": "a=1"}, {"items": '{"a": 1}'}):
+        assert decoded(schema, wrong) == wrong  # left for check_arguments to report
+        assert "must be of type" in (check_arguments(schema, decoded(schema, wrong)) or "")
+
+
+def test_schemas_as_mcp_servers_write_them_are_checked_without_a_crash() -> None:
+    schema = {"type": "object", "properties": {"tag": {"type": ["string", "null"]},
+                                               "n": {"type": ["integer", "null"]},
+                                               "any": True, "odd": {"type": "uuid"}}}
+    assert check_arguments(schema, {"tag": "a", "n": None, "any": 1, "odd": 2}) is None
+    assert check_arguments(schema, {"n": True}) == "argument `n` must be of type integer, got bool"
+    assert check_arguments(schema, {"tag": 3}) == "argument `tag` must be of type string, got int"
+    assert check_arguments({"properties": None}, {}) is None
 
 
 def test_unparseable_arguments_are_reported_not_run(tmp_path: Path) -> None:

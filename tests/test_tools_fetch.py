@@ -141,6 +141,7 @@ def test_a_20_mb_body_stops_at_5_mb_and_the_text_is_capped_and_saved(tmp_path: P
     assert not result.is_error
     assert BIG_BYTES == 20 * 1024 * 1024 and "5242880 bytes" in result.content
     assert "[incomplete: the download stopped at the 5 MB limit" in result.content
+    assert result.meta["summary"].endswith("; the download stopped at the 5 MB limit")
     assert len(result.content) <= 50_000 + 400
     saved = result.meta["path"]
     assert result.meta["kind"] == "file" and saved.startswith(".swival/out/session/fetch-")
@@ -173,6 +174,7 @@ def test_a_trickling_body_ends_at_the_deadline_with_what_arrived(tmp_path: Path,
     assert 1.4 < took < 5, took
     assert not result.is_error
     assert "still arriving after 1.5 s" in result.content and "trickle\n" in result.content
+    assert "still arriving after 1.5 s" in result.meta["summary"]
 
 
 @pytest.mark.parametrize("page", ["/stall", "/silent"])
@@ -187,6 +189,9 @@ def test_a_server_that_stops_sending_is_given_up_at_the_idle_limit(tmp_path: Pat
     assert "stopped sending data (idle timeout)" in result.content
     if page == "/stall":  # the headers came, the body did not
         assert "nothing of the body arrived" in result.content
+        # what the person reads says why, not just "HTTP 200, 0 bytes"
+        assert result.meta["summary"] == ("HTTP 200, 0 bytes; 127.0.0.1 stopped sending data "
+                                          "(idle timeout)")
 
 
 # -- reaching hosts -----------------------------------------------------------------------

@@ -4,11 +4,15 @@ entries; and how a value may be shown to a person (secrets hidden)."""
 from __future__ import annotations
 
 import difflib
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from swival.config.keys import TABLE_NAME, Key
 from swival.errors import ConfigError
+
+BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _expected(key: Key) -> str:
@@ -31,8 +35,10 @@ def _table(key: Key, value: Any, origin: str) -> dict[str, dict[str, Any]]:
     for entry, given in value.items():
         where = f"{origin}: [{key.name}.{entry}]"
         if not TABLE_NAME.match(entry):
-            problems.append(f"{where}: a name holds up to 32 letters, digits, '-' and single "
-                            "'_'.")
+            if not BARE_KEY.fullmatch(entry):  # written as TOML needs it: [t."my.server"]
+                where = f"{origin}: [{key.name}.{json.dumps(entry, ensure_ascii=False)}]"
+            problems.append(f"{where}: a name holds up to 32 ASCII letters, digits, '-' and "
+                            "single '_'; rename the table.")
             continue
         if not isinstance(given, dict):
             problems.append(f"{where} must be a table of keys, got {given!r}.")

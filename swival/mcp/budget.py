@@ -121,9 +121,9 @@ class Plan:
             text += (f" Held back {', '.join(self.held)}: the model reaches "
                      f"{'it' if len(self.held) == 1 else 'them'} through mcp_list and "
                      f"mcp_call ({self.gateway} tokens).")
-        text += f" Now {self.total} tokens ({percent(self.total, self.budget)})."
+        if self.total != self.whole:  # what is sent after shortening or holding back
+            text += f" Now {self.total} tokens ({percent(self.total, self.budget)})."
         return text
-
 
 
 def make_plan(servers: Mapping[str, Sequence[Entry]], base: int, budget: int,

@@ -9,6 +9,7 @@ ready, and holds the session open until `stop()`; calls come from other tasks.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from collections import deque
@@ -16,11 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from swival.mcp.spec import ServerSpec
+from swival.words import clip
 
 CONNECTION_CLOSED = -32000  # the SDK's error codes (mcp_types)
 REQUEST_TIMEOUT = -32001
 MAX_TOOL_PAGES = 50  # a server that pages forever cannot hang start-up
 STDERR_LINES = 20
+NOISE_SHOWN = 80  # characters of a line a server wrote on stdout that is not MCP
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,26 @@ class StderrTail:
         self.file.close()
 
 
+def quiet_sdk_logs() -> None:
+    """Keep the SDK's log records (with tracebacks, e.g. for every stdout line of a server
+    that is not MCP) off the terminal; what they mean is reported with the server."""
+    log = logging.getLogger("mcp")
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
+        log.propagate = False
+
+
+def offending_line(error: Exception) -> str:
+    """The text a server wrote on stdout that did not parse as MCP, as the SDK's
+    validation error holds it (else the error's own words)."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        with_input = [e.get("input") for e in errors() if isinstance(e.get("input"), str)]
+        if with_input:
+            return clip(with_input[0], NOISE_SHOWN)
+    return clip(str(error), NOISE_SHOWN)
+
+
 def describe(error: BaseException) -> str:
     """A failure in a few words: the first leaf of an exception group, its type when the
     message alone would not say what happened."""
@@ -74,6 +97,8 @@ def describe(error: BaseException) -> str:
         error = error.exceptions[0]
     if getattr(error, "code", None) == CONNECTION_CLOSED:
         return "it exited or closed the connection"
+    if type(error).__name__ in ("ConnectError", "ConnectTimeout"):  # httpx's
+        return f"cannot connect to its url ({str(error).strip() or 'timed out'})"
     if isinstance(error, OSError) and error.strerror:
         where = f" ({error.filename})" if error.filename else ""
         return f"{error.strerror}{where}"
@@ -94,6 +119,8 @@ class Connection:
         self.error = ""
         self.tools: list[RemoteTool] = []
         self.stderr: StderrTail | None = None
+        self.noise = ""  # the first line it wrote on stdout that is not MCP
+        self.http_status = ""  # the first error status its url answered, e.g. "HTTP 404 Not Found"
         self._client: Any = None
         self._stop: asyncio.Event | None = None
 
@@ -104,8 +131,10 @@ class Connection:
         try:
             from mcp import Client  # ~0.6 s on its own; only ever on the loop thread
 
+            quiet_sdk_logs()
             async with Client(self._transport(), cache=None,
-                              read_timeout_seconds=self.spec.call_timeout) as client:
+                              read_timeout_seconds=self.spec.call_timeout,
+                              message_handler=self._noticed) as client:
                 self._client = client
                 self.tools = await self._list(client)
                 self.state = "ready"
@@ -125,13 +154,37 @@ class Connection:
             if not ready.done():
                 ready.set_result(None)
 
+    async def _noticed(self, message: Any) -> None:
+        """The SDK hands over what it could not read from the server as an exception."""
+        if isinstance(message, Exception) and not self.noise:
+            self.noise = offending_line(message)
+
+    def noise_note(self) -> str:
+        """Words to add to a failure when the server wrote text that is not MCP."""
+        if not self.noise:
+            return ""
+        return (f"; it wrote text that is not MCP on its stdout (\"{self.noise}\"), where a "
+                "stdio server may write only MCP messages")
+
+    def start_failure(self, error: BaseException) -> str:
+        """Why it did not start, for a person. The SDK reports any HTTP error status of
+        its url as one vague error; the status itself says what to fix."""
+        if self.http_status:
+            return (f"its url answered {self.http_status}; check `url` and `headers` in its "
+                    "table")
+        return describe(error) + self.noise_note()
+
+    async def _noted(self, response: Any) -> None:
+        if response.status_code >= 400 and not self.http_status:
+            self.http_status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+
     def _failed(self, error: BaseException) -> None:
         if self.state == "down":
             return  # a failed call already said why
         if self.state == "ready":
             self.state, self.error = "down", f"connection lost: {describe(error)}"
         else:
-            self.state, self.error = "failed", describe(error)
+            self.state, self.error = "failed", self.start_failure(error)
 
     def _transport(self) -> Any:
         spec = self.spec
@@ -140,7 +193,8 @@ class Connection:
             from mcp.client.streamable_http import streamable_http_client
 
             http = httpx2.AsyncClient(headers=dict(spec.headers),
-                                      timeout=httpx2.Timeout(30.0, read=spec.call_timeout))
+                                      timeout=httpx2.Timeout(30.0, read=spec.call_timeout),
+                                      event_hooks={"response": [self._noted]})
             return streamable_http_client(spec.url, http_client=http)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 

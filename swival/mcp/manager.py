@@ -19,7 +19,16 @@ from swival.context.engine import ContextEngine
 from swival.events import Event, Notice
 from swival.mcp.budget import Entry, Plan, entries_for, make_plan
 from swival.mcp.hub import Hub
-from swival.mcp.tools import Access, Held, McpCall, McpList, McpTool, gateway_schemas
+from swival.mcp.schema import exposed_name
+from swival.mcp.tools import (
+    Access,
+    Held,
+    McpCall,
+    McpList,
+    McpTool,
+    gateway_schemas,
+    not_read_only,
+)
 from swival.tools.base import Tool
 from swival.tools.registry import ToolRegistry
 from swival.words import percent
@@ -77,8 +86,9 @@ class McpTools:
         caller says it)."""
         before, first = self.registry.schemas(), self.plan is None
         plan, tools = self._plan(input_budget or self.context.budget.input_budget)
-        self.registry.swap(self._installed, tools)
-        self._installed = [tool.spec.name for tool in tools]
+        withheld = self._withheld({t.spec.name for t in tools}) if self.registry.read_only else {}
+        self.registry.swap(self._installed, tools, withheld)
+        self._installed = [tool.spec.name for tool in tools] + list(withheld)
         self.plan = plan
         notes = self._failures()
         if changes_only and self.registry.schemas() == before:
@@ -127,6 +137,20 @@ class McpTools:
         plan = make_plan(servers, base, budget, count,
                          lambda held: count(gateway_schemas(held)))
         return plan, self._tools(plan, servers)
+
+    def _withheld(self, taken: set[str]) -> dict[str, tuple[str, str]]:
+        """In plan mode, the tools of servers that are up which are not offered for want of
+        a read-only hint, with what a call to one gets instead of "no tool named ..."."""
+        taken |= set(self.registry.names)
+        out = {}
+        for name, conn in self.hub.connections.items():
+            for tool in conn.tools if conn.state == "ready" else ():
+                if tool.read_only:
+                    continue
+                exposed = exposed_name(name, tool.name, taken)
+                taken.add(exposed)
+                out[exposed] = not_read_only(name, tool.name, "plan")
+        return out
 
     def _tools(self, plan: Plan, servers: dict[str, list[Entry]]) -> list[Tool]:
         tools: list[Tool] = []
@@ -213,7 +237,8 @@ class McpTools:
     def summary(self) -> str:
         plan = self.plan
         if plan is None:
-            return "The tool list is not fixed yet: it is, before the first request."
+            return ("The tool list is fixed just before the first request, which waits for "
+                    "the servers still starting.")
         return (f"Tool schemas: {plan.total} tokens of the {plan.budget}-token input budget "
                 f"({percent(plan.total, plan.budget)}), built-in tools "
                 f"{plan.base}.")

@@ -24,7 +24,7 @@ from swival.messages import ToolResult
 from swival.redaction import Redactor
 from swival.tools.approval import Approvals, Refusal, person_words
 from swival.tools.base import ToolContext, ToolSpec
-from swival.tools.registry import check_arguments
+from swival.tools.registry import check_arguments, decoded
 from swival.tools.spilled import head_or_spill, line_count
 from swival.words import clip, plural
 
@@ -73,6 +73,9 @@ class Access:
                                            f"{describe(error)}"), is_error=True, meta=meta)
         text = render(result)
         if getattr(result, "is_error", False):
+            # Servers written with the Python SDK wrap every error in these words; the
+            # line below already says which tool failed.
+            text = text.removeprefix(f"Error executing tool {tool}: ")
             return ToolResult(self._redact(server, f"error: {tool} failed: {text}"),
                               is_error=True, meta=meta)
         shown, saved = head_or_spill(text, INLINE_CHARS, ctx, f"mcp-{server}", "result")
@@ -170,6 +173,15 @@ LIMITS = {
 }
 
 
+def not_read_only(server: str, tool: str, limit: str) -> tuple[str, str]:
+    """What a call to a tool left out for its missing read-only hint gets, where only
+    hinted tools are offered (`limit`: a key of LIMITS): words for the model, the person."""
+    where, instead = LIMITS[limit]
+    return (f"error: {tool} of {server} is not available {where}: the server does not mark "
+            f"it read-only (readOnlyHint), so it may change something. {instead}",
+            f"not available {where}: the server does not mark it read-only")
+
+
 @dataclass(frozen=True)
 class Held:
     """The held-back servers' tools that mcp_list and mcp_call offer, per server, and,
@@ -204,12 +216,8 @@ class Held:
             if entry.tool.name == name:
                 return entry
         if name in self.hidden.get(server, ()):
-            where, instead = LIMITS[self.limit]
-            return ToolResult(
-                f"error: {name} of {server} is not available {where}: the server does not "
-                f"mark it read-only (readOnlyHint), so it may change something. {instead}",
-                is_error=True, meta={"refused": True, "summary": (
-                    f"not available {where}: the server does not mark it read-only")})
+            text, summary = not_read_only(server, name, self.limit)
+            return ToolResult(text, is_error=True, meta={"refused": True, "summary": summary})
         names = ", ".join(e.tool.name for e in entries[:40])
         more = f" and {len(entries) - 40} more" if len(entries) > 40 else ""
         return ToolResult(f"error: no tool {name!r} there. Its tools: {names}{more}."
@@ -271,8 +279,9 @@ class McpCall:
         entry = self._held.find(args["server"], args["tool"])
         if isinstance(entry, ToolResult):
             return entry
-        arguments = dict(args.get("arguments") or {})
-        problem = check_arguments(parameters_of(entry.tool.input_schema), arguments)
+        schema = parameters_of(entry.tool.input_schema)
+        arguments = dict(decoded(schema, args.get("arguments") or {}))
+        problem = check_arguments(schema, arguments)
         if problem:
             return ToolResult(f"error: {entry.tool.name}: {problem}. See its arguments with "
                               f"mcp_list server={args['server']} tool={entry.tool.name}.",

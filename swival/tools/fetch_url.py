@@ -91,6 +91,8 @@ class FetchUrl:
             return ToolResult(f"fetch failed: {failure}", is_error=True, meta=meta)
         meta["path"] = fetched.url
         meta["summary"] = f"HTTP {fetched.status}, {plural(len(fetched.raw), 'byte')}"
+        if fetched.stopped:  # the person sees why the body is short or missing
+            meta["summary"] += f"; {fetched.stopped}"
         if fetched.stopped and not fetched.raw:
             return ToolResult(f"fetch failed: {fetched.stopped}; nothing of the body arrived.",
                               is_error=True, meta=meta)

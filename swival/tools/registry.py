@@ -8,6 +8,7 @@ the model can read, never as an exception.
 from __future__ import annotations
 
 import difflib
+import json
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -29,9 +30,44 @@ REPEAT_WINDOW = 6
 REPEAT_LIMIT = 3
 
 
+def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A schema's properties (an MCP server's schema may hold anything there)."""
+    props = schema.get("properties")
+    return props if isinstance(props, Mapping) else {}
+
+
+def _declared(spec: Any) -> list[str] | None:
+    """The JSON types a property schema allows besides null ("type": "string", or a list
+    such as ["string", "null"]); None when it declares none, or one not checked here."""
+    want = spec.get("type") if isinstance(spec, Mapping) else None
+    names = [want] if isinstance(want, str) else want if isinstance(want, list) else []
+    names = [name for name in names if name != "null"]
+    if not names or not all(isinstance(n, str) and n in _JSON_TYPES for n in names):
+        return None
+    return names
+
+
+def decoded(schema: Mapping[str, Any], args: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`args` with an object or array argument that came as a string of JSON (small models
+    often encode one twice, e.g. mcp_call's `arguments`) decoded, when it decodes to the
+    declared type; anything else is left for check_arguments to report."""
+    props = _properties(schema)
+    out = dict(args)
+    for name, value in args.items():
+        declared = _declared(props.get(name))
+        if isinstance(value, str) and declared in (["object"], ["array"]):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(parsed, _JSON_TYPES[declared[0]]):
+                out[name] = parsed
+    return out
+
+
 def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
     """Return a precise complaint about `args`, or None when they fit `schema`."""
-    props: Mapping[str, Any] = schema.get("properties", {})
+    props = _properties(schema)
     missing = [name for name in schema.get("required", ()) if args.get(name) is None]
     if missing:
         return (f"missing required {agree(len(missing), 'argument', 'arguments')}: "
@@ -41,15 +77,16 @@ def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str |
         return (f"unknown {agree(len(unknown), 'argument', 'arguments')}: {', '.join(unknown)}; "
                 f"this tool takes: {', '.join(props) or 'nothing'}")
     for name, value in args.items():
-        if value is None:
-            continue
-        want = props[name].get("type")
-        types = _JSON_TYPES.get(want or "", ())
-        wrong_bool = isinstance(value, bool) and want in ("integer", "number")
-        if types and (not isinstance(value, types) or wrong_bool):
-            return f"argument `{name}` must be of type {want}, got {type(value).__name__}"
-        choices = props[name].get("enum")
-        if choices and value not in choices:
+        spec = props[name] if isinstance(props[name], Mapping) else {}
+        declared = _declared(spec)
+        if value is None or declared is None:
+            pass
+        elif (not isinstance(value, tuple(t for d in declared for t in _JSON_TYPES[d]))
+              or (isinstance(value, bool) and "boolean" not in declared)):
+            return (f"argument `{name}` must be of type {' or '.join(declared)}, got "
+                    f"{type(value).__name__}")
+        choices = spec.get("enum")
+        if value is not None and choices and value not in choices:
             return f"argument `{name}` must be one of {', '.join(map(str, choices))}"
     return None
 
@@ -88,12 +125,16 @@ class ToolRegistry:
     def reset(self) -> None:
         self._recent.clear()
 
-    def swap(self, remove: Iterable[str], add: Iterable[Tool]) -> None:
-        """Drop the tools named in `remove` and append `add` (tools that come as a set,
-        such as an MCP server's; the others keep their place and order)."""
+    def swap(self, remove: Iterable[str], add: Iterable[Tool],
+             withheld: Mapping[str, tuple[str, str]] | None = None) -> None:
+        """Drop the tools (or withheld names) in `remove` and append `add` (tools that
+        come as a set, such as an MCP server's; the others keep their place and order),
+        and `withheld`: names not given, with what a call to one gets."""
         for name in remove:
             self._tools.pop(name, None)
+            self._withheld.pop(name, None)
         self._tools.update((t.spec.name, t) for t in add)
+        self._withheld.update(withheld or {})
 
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Check and run one call. Never raises for anything the model did."""
@@ -117,7 +158,8 @@ class ToolRegistry:
                 meta={"refused": True, "summary": "not run: plan mode (read-only tools only)"})
         if call.arguments_error:
             return ToolResult(f"error: {call.arguments_error}", is_error=True)
-        problem = check_arguments(tool.spec.parameters, call.arguments)
+        arguments = decoded(tool.spec.parameters, call.arguments)
+        problem = check_arguments(tool.spec.parameters, arguments)
         if problem:
             return ToolResult(f"error: {call.name}: {problem}.", is_error=True)
         fingerprint = call.name + "\0" + call.arguments_json()
@@ -131,7 +173,7 @@ class ToolRegistry:
                 is_error=True,
             )
         try:
-            result = tool.run(call.arguments, ctx)
+            result = tool.run(arguments, ctx)
         except ToolError as exc:
             meta = {"summary": exc.summary} if exc.summary else {}
             return ToolResult(f"error: {exc}", is_error=True, meta=meta)
