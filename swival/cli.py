@@ -10,7 +10,7 @@ are quoted instead.
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -20,10 +20,10 @@ import typer
 
 from swival import __version__
 from swival.cliparse import LazyCommand
-from swival.errors import ConfigError, SwivalError, Terminated, UsageError
+from swival.errors import SwivalError, Terminated, UsageError
 
 if TYPE_CHECKING:
-    from swival.config import Settings, TrustCheck
+    from swival.config import Settings
     from swival.redaction import Redactor
 
 app = typer.Typer(
@@ -210,68 +210,12 @@ def _task(prompt: str | None, task: str | None) -> str | None:
     return text.strip() if text is not None else None
 
 
-def _load(given: dict[str, Any], config: Path | None, trust: bool | None) -> "Settings":
-    """Settings with the project's keys that need trust applied when the user trusts it:
-    recorded trust, or `--trust` (which records it); `--untrust` forgets it first."""
-    from swival.config import find_project_root, load_settings
-    from swival.trust import TrustStore
-
-    store = TrustStore.for_user(os.environ)
-    if trust is False and store.forget(find_project_root(Path.cwd()) / "swival.toml"):
-        _say("swival: this project's swival.toml is no longer trusted.")
-    settings = load_settings(given, config_path=config,
-                             trusted=_trust_all if trust else store.check)
-    if trust and settings.trust_keys:
-        _remember(settings, settings.trust_keys)
-    return settings
-
-
-def _trust_all(file: Path, keys: Mapping[str, Any]) -> bool:
-    return True
-
-
-def _remember(settings: "Settings", keys: Mapping[str, Any]) -> None:
-    """Record trust in the project's keys; a record that cannot be written is said, and
-    the keys still apply to this run."""
-    from swival.trust import TrustStore
-
-    try:
-        TrustStore.for_user(os.environ).record(settings.project_file, keys)
-    except ConfigError as error:
-        _say(f"swival: {error} The keys apply to this run only.")
-
-
-def _settle_trust(settings: "Settings", reload: "Callable[[TrustCheck], Settings]",
-                  ask: bool) -> "Settings":
-    """Before connecting (the keys may choose the server): ask about the project keys
-    held back, or say on stderr that they are ignored."""
-    from swival.trust import TrustStore, ignored_notice, question
-
-    if not settings.held_back:
-        return settings
-    store = TrustStore.for_user(os.environ)
-    if not ask:
-        _say(f"swival: {ignored_notice(settings, store)}")
-        return settings
-    print(question(settings, store), file=sys.stderr)
-    shown = dict(settings.held_back)
-    while True:
-        print("Trust this project and apply them? [y] yes, and remember  [n] no, continue "
-              "without them: ", end="", file=sys.stderr, flush=True)
-        answer = sys.stdin.readline().strip().lower()
-        if answer in ("n", "no", ""):
-            print("Continuing without them (swival --trust applies them later).",
-                  file=sys.stderr)
-            return settings
-        if answer in ("y", "yes"):
-            _remember(settings, shown)
-            return reload(lambda file, keys: dict(keys) == shown)  # exactly what was shown
-
-
 def _main(call: "Invocation") -> int:
-    settings = _load(call.given, call.config, call.trust)
+    from swival.launch import init_config, load
+
+    settings = load(call.given, call.config, call.trust)
     if call.init is not None:
-        return _init(settings, call.init)
+        return init_config(settings, call.init.value)
     try:
         return _start(settings, call)
     except (SwivalError, KeyboardInterrupt) as error:
@@ -285,30 +229,15 @@ def _main(call: "Invocation") -> int:
                               redactor=redactor_for(settings, os.environ))
 
 
-def _init(settings: "Settings", init: InitTarget) -> int:
-    """--init-config: write the starter (a project one is trusted: it holds the user's own
-    choices) or print it."""
-    from swival.config import load_settings
-    from swival.starter import starter_text, write_starter_config
-
-    if init is InitTarget.stdout:
-        print(starter_text(settings), end="")
-        return 0
-    path = write_starter_config(settings, global_=init is InitTarget.global_)
-    print(f"Wrote {path}", file=sys.stderr)
-    if init is InitTarget.project:
-        written = load_settings({}, config_path=None, trusted=_trust_all)
-        _remember(written, written.trust_keys)
-    return 0
-
-
 def _start(settings: "Settings", call: "Invocation") -> int:
     """Settle trust, then run the doctor, a one-shot task or the REPL."""
     from swival.config import load_settings
 
     text = None if call.doctor else _task(*call.task)
     interactive = text is None and not call.doctor
-    settings = _settle_trust(
+    from swival.launch import settle_trust
+
+    settings = settle_trust(
         settings, lambda check: load_settings(call.given, config_path=call.config,
                                               trusted=check),
         ask=interactive and call.trust is None)

@@ -19,7 +19,7 @@ LAYERS = {
     "providers": 3, "tools": 3, "context": 3,
     "agent": 4, "mcp": 4,
     "session": 5, "commands": 5, "render": 5, "doctor": 5, "records": 5,
-    "repl": 6, "oneshot": 6, "cliparse": 6,
+    "repl": 6, "oneshot": 6, "cliparse": 6, "launch": 6,
     "cli": 7, "__main__": 8, "__init__": 0,
 }
 ONLY_IN = {
