@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
+from swival.context.gate import Policy
 from swival.context.tokens import TokenCounter
 from swival.effects import SnapshotEffect, ThinkEffect
 from swival.errors import ContextExhausted, ContextOverflowError
@@ -455,8 +456,10 @@ def test_the_prompt_never_passes_the_input_budget(tmp_path: Path) -> None:
 def test_a_small_turn_before_the_newest_stays_whole(tmp_path: Path) -> None:
     """The turn before the newest is kept whole when it is small: the model has just
     seen it, and it costs little behind a rewrite. Here a result at the cap pushes the
-    prompt past the input budget right after a small turn."""
+    prompt past the input budget right after a small turn (the small turn itself would
+    compact early: that is switched off to reach this case)."""
     engine = make_engine(tmp_path, 16384)
+    engine.gate.policy = Policy(early=1.0)
     engine.add_user("read everything")
     n = 0
     while engine.estimate() + 1500 < engine.budget.trigger:
@@ -471,3 +474,22 @@ def test_a_small_turn_before_the_newest_stays_whole(tmp_path: Path) -> None:
     assert engine.history[-3].content == "ok line\n" * 100  # the small turn, whole
     assert engine.history[-1].content.startswith("def func_")  # the newest, as capped
     assert engine.history[-5].content.startswith(f"[read_file: src/f{n}.py, ")
+
+
+def test_a_small_turn_past_80_percent_compacts_before_the_trigger(tmp_path: Path) -> None:
+    """Between 80 % of the input budget and the trigger, a small turn is the moment to
+    compact, down to the target, so the next large result does not force a rewrite
+    right behind itself; below 80 % nothing is rewritten."""
+    engine = make_engine(tmp_path, 16384)
+    engine.add_user("read everything")
+    n, events = 0, []
+    while engine.estimate() + 1500 < engine.budget.trigger:
+        n += 1
+        events += step(engine, n, "file", code_text(60, n))
+    assert not _compactions(events)
+    assert engine.estimate() < 0.8 * engine.budget.input_budget
+    [done] = _compactions(step(engine, n + 1, "command", "ok line\n" * 100))
+    assert done.level == 1
+    assert 0.8 * engine.budget.input_budget < done.tokens_before < engine.budget.trigger
+    assert done.tokens_after <= engine.budget.target
+    assert engine.history[-1].content == "ok line\n" * 100

@@ -128,13 +128,14 @@ class Compactor:
 
     def _early(self, state: State, tokens: int, reason: str, turn: int) -> list[Compacted]:
         """Before the trigger, from the policy's `early` share: a cheap moment takes the
-        level-1 option as at the trigger (Swival's policy never does: see gate.py)."""
+        level-1 option that costs least per token of room among those that reach the
+        target (not only the opportune share: a rewrite made this early must last)."""
         if state.last_level != 0 or not self.gate.near(tokens):
             return []
         unsent = self._unsent(state)
         if not self.gate.cheap(unsent):
             return []
-        chosen = self.gate.choose(self._measured(state, 1), self.gate.opportune(), unsent)
+        chosen = self.gate.choose(self._measured(state, 1), overhead=unsent)
         return self._only(state, chosen, reason, turn) if chosen is not None else []
 
     def _unsent(self, state: State) -> int:

@@ -13,14 +13,17 @@ When. From the trigger (85 % of the input budget) a rewrite is due, but the mome
 matters: compacting just after a large result makes the server compute that result
 in a prompt that shrank, and such a moment is put off while level 1 could still do
 the job later, up to the input budget itself (the prompt never goes past it). A
-moment is cheap when the messages not yet sent (the newest turn) are small.
+moment is cheap when the messages not yet sent (the newest turn) are small; from
+80 % of the input budget a cheap moment compacts at once, down to the target, so
+the rewrite the next large result would force is made before it instead.
 
+    near      the prompt reached the early share (80 %)
     due       the prompt reached the trigger
     forced    the prompt reached the input budget: compact now, whatever it costs
     cheap     the newest turn is small (5 % of the input budget at most)
     keep      how many of the newest turns level 1 keeps whole
     choose    the option, as above, at or under `aim` (the target, 55 %, or 65 % at
-              a cheap moment); None when no option reaches it
+              a cheap moment past the trigger); None when no option reaches it
 
 The numbers are a `Policy`.
 """
@@ -56,11 +59,11 @@ class Policy:
     opportune: float = 0.65
     keep_share: float = 0.05  # the turn before the newest stays whole up to this share
     overhead: bool = True  # count the newest messages in every option's cost
-    # From this share of the input budget a cheap moment compacts before the trigger
-    # (1.0: never). It spares a session the rewrite it would make after a large result
-    # at the input budget, but on the recorded runs it re-processes more than it spares
-    # (`benchmarks/replay.py --compare`), so Swival waits for the trigger.
-    early: float = 1.0
+    # From this share of the input budget a cheap moment compacts before the trigger,
+    # down to the target (1.0: never). It spares a session the rewrite it would make
+    # right after a large result at the input budget; going all the way down keeps
+    # rewrites as rare as waiting for the trigger does (`benchmarks/replay.py --compare`).
+    early: float = 0.8
 
 
 class Gate:
