@@ -27,16 +27,16 @@ VARIANTS = (
     Variant("+ the turn before the newest whole only when small",
             Policy(wait=False, overhead=False), target=0.6),
     Variant("+ past the trigger, wait for a small turn, up to the input budget",
-            Policy(opportune=0.6, overhead=False, early=1.0), target=0.6),
+            Policy(opportune=0.6, overhead=False, ahead=0), target=0.6),
     Variant("+ each option's cost counts the newest messages",
-            Policy(opportune=0.6, early=1.0), target=0.6),
-    Variant("+ at a small turn, stop at 65 %", Policy(early=1.0), target=0.6),
-    Variant("+ compact down to 55 %", Policy(early=1.0)),
+            Policy(opportune=0.6, ahead=0), target=0.6),
+    Variant("+ at a small turn, stop at 65 %", Policy(ahead=0), target=0.6),
+    Variant("+ compact down to 55 %", Policy(ahead=0)),
     Variant("+ from 80 %, a small turn compacts down to 55 % (Swival)", Policy()),
     Variant("Swival, the last two turns always whole", Policy(keep_share=float("inf"))),
     Variant("Swival, at a small turn stop at 70 %", Policy(opportune=0.7)),
     Variant("Swival, compacting down to 50 %", Policy(), target=0.5),
-    Variant("Swival, compacting before the trigger from 75 %", Policy(early=0.75)),
+    Variant("Swival, compacting before the trigger from 75 %", Policy(ahead=0.1)),
 )
 SESSIONS = ("investigate", "long-haul")
 

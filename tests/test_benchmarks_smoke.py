@@ -142,7 +142,7 @@ def test_compacting_early_spares_the_investigation_its_costly_rewrite(
     from swival.context.tokens import TokenCounter
 
     runs = {}
-    for name, policy in (("late", Policy(early=1.0)), ("swival", Policy())):
+    for name, policy in (("late", Policy(ahead=0)), ("swival", Policy())):
         bench = Bench(tmp_path / name, TokenCounter(), Variant(policy=policy))
         runs[name] = scenario_run(SCENARIOS["investigate"], 32768, bench)
     assert sum(runs["late"].levels.values()) == sum(runs["swival"].levels.values()) == 1

@@ -459,7 +459,7 @@ def test_a_small_turn_before_the_newest_stays_whole(tmp_path: Path) -> None:
     prompt past the input budget right after a small turn (the small turn itself would
     compact early: that is switched off to reach this case)."""
     engine = make_engine(tmp_path, 16384)
-    engine.gate.policy = Policy(early=1.0)
+    engine.gate.policy = Policy(ahead=0)
     engine.add_user("read everything")
     n = 0
     while engine.estimate() + 1500 < engine.budget.trigger:

@@ -176,7 +176,8 @@ KEYS: tuple[Key, ...] = (
     Key("tool_result_share", float, 0.2, "Largest share of the input budget one tool "
         "result may take", minimum=0.01, maximum=1),
     Key("compaction_trigger", float, 0.85, "From this share of the input budget a "
-        "compaction is due (made after a small turn, by the input budget at the latest)",
+        "compaction is due (made after a small turn, by the input budget at the latest; a small "
+        "turn up to 5 points below it makes it early)",
         minimum=0.1, maximum=1),
     Key("compaction_target", float, 0.55, "Compact down to this share of the input budget "
         "(below compaction_trigger)", minimum=0.05, maximum=1),

@@ -127,7 +127,7 @@ class Compactor:
         return self.run(state, turn, reason, state.last_level + 1, hurry=True)
 
     def _early(self, state: State, tokens: int, reason: str, turn: int) -> list[Compacted]:
-        """Before the trigger, from the policy's `early` share: a cheap moment takes the
+        """Just before the trigger (the policy's `ahead`): a cheap moment takes the
         level-1 option that costs least per token of room among those that reach the
         target (not only the opportune share: a rewrite made this early must last)."""
         if state.last_level != 0 or not self.gate.near(tokens):

@@ -14,10 +14,11 @@ matters: compacting just after a large result makes the server compute that resu
 in a prompt that shrank, and such a moment is put off while level 1 could still do
 the job later, up to the input budget itself (the prompt never goes past it). A
 moment is cheap when the messages not yet sent (the newest turn) are small; from
-80 % of the input budget a cheap moment compacts at once, down to the target, so
-the rewrite the next large result would force is made before it instead.
+5 % of the input budget below the trigger (80 %) a cheap moment compacts at once,
+down to the target, so the rewrite the next large result would force is made before
+it instead.
 
-    near      the prompt reached the early share (80 %)
+    near      the prompt came within 5 % of the input budget of the trigger (80 %)
     due       the prompt reached the trigger
     forced    the prompt reached the input budget: compact now, whatever it costs
     cheap     the newest turn is small (5 % of the input budget at most)
@@ -59,11 +60,12 @@ class Policy:
     opportune: float = 0.65
     keep_share: float = 0.05  # the turn before the newest stays whole up to this share
     overhead: bool = True  # count the newest messages in every option's cost
-    # From this share of the input budget a cheap moment compacts before the trigger,
-    # down to the target (1.0: never). It spares a session the rewrite it would make
-    # right after a large result at the input budget; going all the way down keeps
-    # rewrites as rare as waiting for the trigger does (`benchmarks/replay.py --compare`).
-    early: float = 0.8
+    # This much of the input budget below the trigger (80 % with the default 85 %), a
+    # cheap moment compacts at once, down to the target (0: never). It spares a session
+    # the rewrite it would make right after a large result at the input budget; going
+    # all the way down keeps rewrites as rare as waiting for the trigger does
+    # (`benchmarks/replay.py --compare`).
+    ahead: float = 0.05
 
 
 class Gate:
@@ -76,7 +78,8 @@ class Gate:
         return tokens >= self.budget.trigger
 
     def near(self, tokens: int) -> bool:
-        return tokens >= self.policy.early * self.budget.input_budget
+        ahead = self.policy.ahead * self.budget.input_budget
+        return self.policy.ahead > 0 and tokens >= self.budget.trigger - ahead
 
     def forced(self, tokens: int) -> bool:
         return tokens >= self.budget.input_budget
