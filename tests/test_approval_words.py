@@ -1,0 +1,107 @@
+"""The approval question says the same thing in the REPL and in a one-shot run started
+from a terminal: the question, the answers offered, what is said about a reply that is
+not an answer, and the outcome lines (the installed `swival` in a real pseudo-terminal
+against the loopback fake server)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from swival.render.asking import not_an_answer, options, read_answer
+
+pexpect = pytest.importorskip("pexpect")
+from tests.fakeserver import FakeServer, text, tool  # noqa: E402
+
+SWIVAL = shutil.which("swival")
+ESCAPES = re.compile("\x1b\\[[0-9;?]*[a-zA-Z]")
+# What each question shows, what is answered, and the line that shows the outcome.
+EXCHANGE = [
+    ("Run `touch one`?", "[y]es once / [a]lways allow touch / [n]o: ", "n",
+     "✗ run_command touch one — not run: you declined"),
+    ("Run `touch two`?", "[y]es once / [a]lways allow touch / [n]o: ", "abort", None),
+    (None, "`abort` is not one of the answers. Answer y (once), a (always), or n (no).", "y",
+     "• run_command touch two — exit 0"),
+    ("Change notes.txt?",
+     "[y]es once / [a]lways allow notes.txt / [s] always allow every file / [n]o: ", "s",
+     "• edit_file notes.txt — modified notes.txt"),
+]
+
+
+def script(server: FakeServer) -> None:
+    server.script(tool("run_command", command="touch one"),
+                  tool("run_command", command="touch two"),
+                  tool("read_file", file_path="notes.txt"),
+                  tool("edit_file", file_path="notes.txt", old_string="alpha",
+                       new_string="omega"),
+                  text("all done"))
+
+
+@pytest.mark.skipif(SWIVAL is None, reason="install first: pip install -e . --no-deps")
+@pytest.mark.timeout(120)
+def test_the_repl_and_a_one_shot_run_ask_and_answer_in_the_same_words(
+        tmp_path: Path) -> None:
+    seen = {}
+    for oneshot in (False, True):
+        root = tmp_path / ("oneshot" if oneshot else "repl")
+        root.mkdir()
+        (root / ".git").mkdir()
+        (root / "notes.txt").write_text("alpha\nbeta\n")
+        with FakeServer(kind="llamacpp", window=16_384) as server:
+            script(server)
+            seen[oneshot] = _run(server, root, oneshot)
+        assert not (root / "one").exists() and (root / "two").exists()
+        assert (root / "notes.txt").read_text() == "omega\nbeta\n"
+    for question, offered, _, outcome in EXCHANGE:
+        for oneshot, shown in seen.items():
+            for said in (question, offered.rstrip(), outcome):
+                assert said is None or said in shown, (oneshot, said, shown)
+    assert "wants to run" not in seen[True] and "Allow?" not in seen[True]
+
+
+def _run(server: FakeServer, root: Path, oneshot: bool) -> str:
+    env = {**os.environ, "HOME": str(root), "XDG_CONFIG_HOME": str(root / ".config"),
+           "NO_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "40"}
+    args = ["--provider", "llamacpp", "--base-url", server.url, "--commands", "ask",
+            "--edits", "ask", *(["-p", "go"] if oneshot else [])]
+    child = pexpect.spawn(SWIVAL, args, cwd=str(root), env=env, encoding="utf-8",
+                          dimensions=(40, 160), timeout=30)
+    shown: list[str] = []
+
+    def wait(said: str) -> None:
+        child.expect_exact(said)
+        shown.append(child.before + said)
+
+    if not oneshot:
+        wait("›")
+        child.send("go\r")
+    for question, offered, answer, _ in EXCHANGE:
+        if question:
+            wait(question)
+        wait(offered.rstrip())
+        child.send(answer + "\r")
+    wait("all done")
+    if not oneshot:
+        wait("›")
+        child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    shown.append(child.before)
+    return ESCAPES.sub("", "".join(shown)).replace("\r", "")
+
+
+def test_both_read_only_a_whole_answer() -> None:
+    scopes = ("git", "every file")
+    assert options(scopes) == ("[y]es once / [a]lways allow git / [s] always allow every "
+                               "file / [n]o: ")
+    assert options(()) == "[y]es once / [n]o: "
+    assert [read_answer(r, scopes) for r in ("Y", "once", "", "deny", "always", "s", "A")] == [
+        ("once", ""), ("once", ""), ("deny", ""), ("deny", ""), ("always", "git"),
+        ("always", "every file"), ("always", "git")]
+    assert read_answer("abort", scopes) is None and read_answer("a", ()) is None
+    assert read_answer("always", ()) is None
+    assert not_an_answer(" sure ", ()) == ("`sure` is not one of the answers. Answer y (once) "
+                                           "or n (no).")
