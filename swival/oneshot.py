@@ -131,6 +131,8 @@ def run_oneshot(session: Session, task: str) -> int:
             hear(event)
     except KeyboardInterrupt as stop:
         printer.interrupted()
+        if lines is not None:
+            lines.interrupted()
         tally.add(agent.interrupted())
         signal_code = getattr(stop, "exit_code", None)
     except SwivalError as exc:

@@ -11,6 +11,7 @@ the one-shot runner writes the final `result`. Streaming a new event type is add
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
@@ -100,6 +101,7 @@ class JsonLines:
         self.out = out
         self.redactor = redactor
         self.describe = describe
+        self._open: dict[str, tuple[str, float]] = {}  # calls started, not yet finished
 
     def write(self, record: Record) -> None:
         line = json.dumps(self.redactor.scrub(record), ensure_ascii=False)
@@ -108,10 +110,23 @@ class JsonLines:
 
     def event(self, event: Event) -> None:
         """The record of `event`, when its type streams one."""
+        if isinstance(event, ToolStarted):
+            self._open[event.call.id] = (event.call.name, time.monotonic())
+        elif isinstance(event, ToolFinished):
+            self._open.pop(event.call.id, None)
         row = EVENT_RECORDS.get(type(event))
         record = row(event, self.describe) if row is not None else None
         if record is not None:
             self.write(record)
+
+    def interrupted(self) -> None:
+        """Ctrl-C (or SIGTERM): every call that had started gets its `tool_result`, not
+        ok, so each `tool_call` a reader saw is closed before `result`."""
+        now = time.monotonic()
+        for call_id, (name, started) in self._open.items():
+            self.write({"type": "tool_result", "id": call_id, "name": name, "ok": False,
+                        "summary": "interrupted", "seconds": round(now - started, 3)})
+        self._open.clear()
 
 
 def failure_report(settings: Settings | None, error: str, exit_code: int) -> Record:
