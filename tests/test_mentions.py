@@ -64,6 +64,22 @@ def test_directories_are_listed_and_punctuation_is_not_part_of_the_path(
     assert out.problems == ()
 
 
+def test_a_path_with_spaces_is_attached_quoted_or_escaped(tmp_path: Path) -> None:
+    ctx = project(tmp_path)
+    (tmp_path / "my notes").mkdir()
+    (tmp_path / "my notes" / "to do.txt").write_text("buy milk\n")
+    for text_ in ('see @"my notes/to do.txt"', "see (@'my notes/to do.txt').",
+                  "see @my\\ notes/to\\ do.txt, then"):
+        out = attach(text_, ctx)
+        assert [a.shown for a in out.attached] == ["my notes/to do.txt"], text_
+        assert out.attached[0].body == "1\tbuy milk" and out.problems == ()
+    assert [a.kind for a in attach("@my\\ notes", ctx).attached] == ["directory"]
+    missing = attach('@"my notes/gone.txt"', ctx)
+    assert missing.attached == () and missing.problems == (
+        "@my notes/gone.txt was not attached: there is no such file or directory in the "
+        "project.",)
+
+
 def test_a_listing_alone_is_not_said_to_count_as_read_and_one_entry_is_singular(
         tmp_path: Path) -> None:
     ctx = project(tmp_path)
