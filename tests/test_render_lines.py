@@ -298,10 +298,12 @@ def test_a_compaction_line_does_not_repeat_its_reason() -> None:
     tv, buf, _ = view()
     tv.handle(Compacted(0, "snapshot restore", 1400, 1444, 3, reprocessed=50))
     tv.handle(Compacted(2, "over the trigger", 9000, 4000, 3))
+    tv.handle(Compacted(4, "emergency", 9000, 1200, 3))
     tv.close()
     assert buf.getvalue().splitlines() == [
         "⟳ snapshot restore: 1400 → 1444 tokens (50 cached tokens to recompute)",
-        "⟳ compaction level 2: 9000 → 4000 tokens (over the trigger)"]
+        "⟳ compaction level 2: 9000 → 4000 tokens (over the trigger)",
+        "⟳ emergency compaction: 9000 → 1200 tokens"]
 
 
 def test_counts_agree_with_their_nouns() -> None:

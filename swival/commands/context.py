@@ -22,7 +22,8 @@ BREAKDOWN_LABELS = {
 
 
 def compaction_text(event: Compacted) -> str:
-    what = {0: "Snapshot restore", 4: "Emergency drop"}.get(event.level, f"Level {event.level}")
+    what = {0: "Snapshot restore", 4: "Emergency compaction"}.get(event.level,
+                                                                 f"Level {event.level}")
     note = f" {event.note}" if event.note else ""
     return f"{what}: {_figures(event)}.{note}"
 

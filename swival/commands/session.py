@@ -45,7 +45,7 @@ def cmd_undo(agent: Agent, args: Sequence[str]) -> CommandReply:
         return CommandReply(
             f"Nothing was undone: {', '.join(outcome.changed)} changed on disk since the agent "
             f"wrote {them} (by you, a command or another program), and undoing would lose "
-            f"that change. `/undo --force` restores {them} anyway.", level="warning")
+            f"that change. `/undo --force` reverts {them} anyway.", level="warning")
     what = "; ".join(part for part in (
         f"restored {', '.join(outcome.restored)}" if outcome.restored else "",
         f"removed {', '.join(outcome.removed)} (created by it)" if outcome.removed else "")
