@@ -112,11 +112,11 @@ def run_oneshot(session: Session, task: str) -> int:
     machine = settings.output_format != "text"
     printer = ProgressPrinter(stderr_console(), quiet=settings.quiet or machine)
     if session.policy.mode == "ask" and session.policy.ask is None:
-        session.policy.ask = lambda question: ask_on_terminal(
-            question, printer.asking)
+        session.policy.ask = lambda question: _paused(printer, ask_on_terminal, question,
+                                                      printer.asking)
     if session.approvals.confirm is None and sys.stdin.isatty():
-        session.approvals.confirm = lambda action, scopes, detail: confirm_on_terminal(
-            action, scopes, detail, printer.asking)
+        session.approvals.confirm = lambda action, scopes, detail: _paused(
+            printer, confirm_on_terminal, action, scopes, detail, printer.asking)
     lines = (JsonLines(sys.stdout, session.redactor, outcome)
              if settings.output_format == "stream-json" else None)
     _announce(session, lines)
@@ -147,6 +147,12 @@ def run_oneshot(session: Session, task: str) -> int:
     else:
         _print_outcome(session, finished, error, code)
     return code
+
+
+def _paused(printer: ProgressPrinter, ask: Callable[..., Any], *args: Any) -> Any:
+    """Ask the person with the printer told (the time asking is not the call's time)."""
+    with printer.paused():
+        return ask(*args)
 
 
 def _listener(tally: Tally, printer: ProgressPrinter,

@@ -105,3 +105,30 @@ def test_both_read_only_a_whole_answer() -> None:
     assert read_answer("always", ()) is None
     assert not_an_answer(" sure ", ()) == ("`sure` is not one of the answers. Answer y (once) "
                                            "or n (no).")
+
+
+@pytest.mark.skipif(SWIVAL is None, reason="install first: pip install -e . --no-deps")
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("oneshot", [False, True])
+def test_ctrl_c_at_the_question_gives_the_same_outcome_line(tmp_path: Path,
+                                                            oneshot: bool) -> None:
+    (tmp_path / ".git").mkdir()
+    with FakeServer(kind="llamacpp", window=16_384) as server:
+        server.script(tool("run_command", command="touch planted"), text("never"))
+        env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".cfg"),
+               "NO_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "40"}
+        args = ["--provider", "llamacpp", "--base-url", server.url, "--commands", "ask",
+                *(["-p", "go"] if oneshot else [])]
+        child = pexpect.spawn(SWIVAL, args, cwd=str(tmp_path), env=env, encoding="utf-8",
+                              dimensions=(40, 160), timeout=30)
+        if not oneshot:
+            child.expect_exact("›")
+            child.send("go\r")
+        child.expect_exact("[y]es once / [a]lways allow touch / [n]o:")
+        child.sendintr()
+        child.expect_exact("✗ run_command touch planted — cancelled at the approval question")
+        if not oneshot:
+            child.expect_exact("›")
+            child.sendcontrol("d")
+        child.expect(pexpect.EOF)
+    assert not (tmp_path / "planted").exists()
