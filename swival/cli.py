@@ -199,7 +199,10 @@ def _task(prompt: str | None, task: str | None) -> str | None:
     """The one-shot task: -p, the positional TASK, or text piped on stdin."""
     if prompt and task:
         raise UsageError("Give the task either with --prompt or as an argument, not both.")
-    text = prompt or task
+    text = prompt if prompt is not None else task
+    if text is not None and not text.strip():
+        raise UsageError("The task given is empty. Write what to do after --prompt (or as "
+                         "the argument), or leave both out for the REPL.")
     if text is None and not sys.stdin.isatty():
         text = sys.stdin.read()
         if not text.strip():
