@@ -212,7 +212,8 @@ def _report(session: Session, tally: Tally, code: int, error: SwivalError | None
     info = session.provider.info
     reason = done.reason if done else ("context_exhausted" if code == 5 else "error")
     cut = done is not None and done.reason == "output_limit"
-    message = str(error) if error else (done.answer if cut and done else None)
+    stopped = done is not None and done.reason in ("output_limit", "max_turns")
+    message = str(error) if error else (done.answer if stopped and done else None)
     return {
         "answer": done.answer if done and done.reason == "done" else (
             done.partial if cut and done else ""),
