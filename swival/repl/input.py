@@ -55,8 +55,9 @@ def make_history(root: Path, redactor: Redactor, keep: bool) -> FileHistory | In
 
 class SlashAndPathCompleter(Completer):
     """Tab completes command names after a leading '/', their flags (and /model's model
-    names, from `models`) after the name, and otherwise the last word as a path relative
-    to the project root, an `@mention` included (spaces in names escaped: `my\\ dir/`)."""
+    names, from `models`; /help's command names) after the name, and otherwise the last
+    word as a path relative to the project root, an `@mention` included (spaces in names
+    escaped: `my\\ dir/`)."""
 
     def __init__(self, root: Path, models: Callable[[], list[str]] | None = None) -> None:
         self.paths = PathCompleter(get_paths=lambda: [str(root)], expanduser=True)
@@ -75,6 +76,8 @@ class SlashAndPathCompleter(Completer):
             name, _, rest = text[1:].partition(" ")
             word = rest.split(" ")[-1]
             names = self.models() if name == "model" and self.models is not None else []
+            if name == "help":  # /help NAME
+                names = [command.name for command in COMMANDS]
             for command in COMMANDS:
                 if command.name == name:
                     for choice in (*command.flags, *names):
