@@ -236,6 +236,8 @@ def _start(settings: "Settings", call: "Invocation") -> int:
     """Settle trust, then run the doctor, a one-shot task or the REPL."""
     from swival.config import load_settings
 
+    if all(call.resume):
+        raise UsageError("Give either --resume ID or --continue (-c), not both.")
     text = None if call.doctor else _task(*call.task)
     interactive = text is None and not call.doctor
     from swival.launch import settle_trust
