@@ -32,7 +32,7 @@ from swival.events import (
     ToolStarted,
     TurnFinished,
 )
-from swival.messages import ToolResult
+from swival.messages import ToolResult, clean_text
 from swival.providers.factory import shown_url
 from swival.redaction import Redactor
 
@@ -104,8 +104,7 @@ class JsonLines:
         self._open: dict[str, tuple[str, float]] = {}  # calls started, not yet finished
 
     def write(self, record: Record) -> None:
-        line = json.dumps(self.redactor.scrub(record), ensure_ascii=False)
-        self.out.write(line + "\n")
+        self.out.write(json_line(record, self.redactor) + "\n")
         self.out.flush()
 
     def event(self, event: Event) -> None:
@@ -154,7 +153,13 @@ def print_report(report: Record, output_format: str, redactor: Redactor) -> None
     """The report on stdout: the `--json` object, or the stream's last line, `result`."""
     if output_format == "stream-json":
         report = {"type": "result", **report}
-    print(json.dumps(redactor.scrub(report), ensure_ascii=False), flush=True)
+    print(json_line(report, redactor), flush=True)
+
+
+def json_line(record: Record, redactor: Redactor) -> str:
+    """One JSON object on one line, secrets redacted; a lone surrogate (half a UTF-16
+    pair, which a server can send escaped) becomes U+FFFD so the line encodes as UTF-8."""
+    return clean_text(json.dumps(redactor.scrub(record), ensure_ascii=False))
 
 
 def report_failure(settings: Settings | None, error: SwivalError | str, exit_code: int,

@@ -280,3 +280,15 @@ def test_ctrl_c_still_ends_with_a_result_and_closes_every_call(
     assert len(calls) == (1 if during == "command" else 0) and set(calls) == set(closed)
     for call in calls:
         assert (closed[call]["ok"], closed[call]["summary"]) == (False, "interrupted")
+
+
+def test_a_lone_surrogate_in_the_reply_keeps_every_line_valid(fake_server: Any,
+                                                              tmp_path: Path) -> None:
+    """A server may send half a UTF-16 pair (escaped, valid JSON); it cannot be written as
+    UTF-8, so it reaches stdout as U+FFFD instead of ending the run with a traceback."""
+    server = fake_server(kind="llamacpp").script(text("half \ud800 a pair"))
+    result = run_swival(server, tmp_path, "--output-format", "stream-json", "-p", "go")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert "".join(r["text"] for r in records if r["type"] == "text") == "half \ufffd a pair"
+    assert records[-1]["answer"] == "half \ufffd a pair"
