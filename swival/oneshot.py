@@ -17,6 +17,7 @@ from typing import Any
 
 from swival.errors import SwivalError
 from swival.events import Compacted, Event, SubagentStep, ToolFinished, TurnFinished
+from swival.messages import clean_text
 from swival.providers.factory import spent
 from swival.records import JsonLines, print_report
 from swival.render import ProgressPrinter, outcome, say, screen_text, stderr_console
@@ -193,15 +194,18 @@ def _announce(session: Session, lines: JsonLines | None) -> None:
 
 def _print_outcome(session: Session, finished: TurnFinished | None,
                    error: SwivalError | None, code: int) -> None:
-    """Text output: the answer on stdout, what went wrong on stderr."""
+    """Text output: the answer on stdout, what went wrong on stderr. On a terminal the
+    answer's control characters are shown as escapes (as the REPL shows them), so a
+    model cannot move the cursor or retitle the window; into a pipe it goes as it is."""
     redact = session.redactor.redact
+    shown = screen_text if sys.stdout.isatty() else clean_text
     if error:
         say(f"swival: {redact(str(error))}")
     elif finished and finished.reason == "done":
-        print(redact(finished.answer))
+        print(shown(redact(finished.answer)))
     elif finished and finished.reason == "output_limit":
         if finished.partial:  # the incomplete reply is still the result the user asked for
-            print(redact(finished.partial))
+            print(shown(redact(finished.partial)))
         say(f"swival: {redact(finished.answer)}")
     elif finished and finished.reason == "interrupted":
         say("swival: terminated" if code == 143 else "swival: interrupted")
