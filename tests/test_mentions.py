@@ -110,6 +110,9 @@ def test_outside_the_workspace_is_refused_and_other_words_stay_plain(tmp_path: P
     assert "@../secret.txt was not attached" in out.problems[0]
     assert "outside the workspace" in out.problems[0]
     assert "@src/gone.py was not attached: there is no such file" in out.problems[1]
+    absolute = str((tmp_path / "secret.txt").resolve())
+    [said] = attach(f"see @{absolute}", ctx).problems
+    assert said == f"@{absolute} was not attached: {absolute} is outside the workspace."
 
 
 def test_the_same_path_twice_is_attached_once_and_binary_files_are_refused(
