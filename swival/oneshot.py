@@ -115,7 +115,7 @@ def run_oneshot(session: Session, task: str) -> int:
     if session.policy.mode == "ask" and session.policy.ask is None:
         session.policy.ask = lambda question: _paused(printer, ask_on_terminal, question,
                                                       printer.asking)
-    if session.approvals.confirm is None and sys.stdin.isatty():
+    if session.approvals.confirm is None and sys.stdin.isatty() and sys.stderr.isatty():
         session.approvals.confirm = lambda action, scopes, detail: _paused(
             printer, confirm_on_terminal, action, scopes, detail, printer.asking)
     lines = (JsonLines(sys.stdout, session.redactor, outcome)

@@ -132,3 +132,27 @@ def test_ctrl_c_at_the_question_gives_the_same_outcome_line(tmp_path: Path,
             child.sendcontrol("d")
         child.expect(pexpect.EOF)
     assert not (tmp_path / "planted").exists()
+
+
+@pytest.mark.skipif(SWIVAL is None, reason="install first: pip install -e . --no-deps")
+@pytest.mark.timeout(60)
+def test_a_one_shot_run_whose_stderr_is_a_file_refuses_instead_of_asking_unseen(
+        tmp_path: Path) -> None:
+    """stdin is a terminal but the question would go to a log file: nobody could see it,
+    so the run must not wait for an answer; the command and the edit are refused."""
+    (tmp_path / ".git").mkdir()
+    with FakeServer(kind="llamacpp", window=16_384) as server:
+        server.script(tool("run_command", command="touch planted"),
+                      tool("write_file", file_path="new.txt", content="x\n"), text("done"))
+        env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".cfg"),
+               "NO_COLOR": "1"}
+        line = (f"{SWIVAL} --provider llamacpp --base-url {server.url} --commands ask "
+                f"--edits ask -p go 2>err.log")
+        child = pexpect.spawn("/bin/sh", ["-c", line], cwd=str(tmp_path), env=env,
+                              encoding="utf-8", timeout=30)
+        child.expect(pexpect.EOF)
+    log = (tmp_path / "err.log").read_text()
+    assert "done" in child.before and "[y]es once" not in log
+    assert "✗ run_command touch planted — not run" in log
+    assert "✗ write_file new.txt — not changed: edits need approval" in log
+    assert not (tmp_path / "planted").exists() and not (tmp_path / "new.txt").exists()
