@@ -199,7 +199,10 @@ def _task(prompt: str | None, task: str | None) -> str | None:
     """The one-shot task: -p, the positional TASK, or text piped on stdin."""
     if prompt and task:
         raise UsageError("Give the task either with --prompt or as an argument, not both.")
-    text = prompt or task
+    text = prompt if prompt is not None else task
+    if text is not None and not text.strip():
+        raise UsageError("The task given is empty. Write what to do after --prompt (or as "
+                         "the argument), or leave both out for the REPL.")
     if text is None and not sys.stdin.isatty():
         text = sys.stdin.read()
         if not text.strip():
@@ -233,6 +236,8 @@ def _start(settings: "Settings", call: "Invocation") -> int:
     """Settle trust, then run the doctor, a one-shot task or the REPL."""
     from swival.config import load_settings
 
+    if all(call.resume):
+        raise UsageError("Give either --resume ID or --continue (-c), not both.")
     text = None if call.doctor else _task(*call.task)
     interactive = text is None and not call.doctor
     from swival.launch import settle_trust

@@ -17,9 +17,18 @@ from typing import Any
 
 from swival.errors import SwivalError
 from swival.events import Compacted, Event, SubagentStep, ToolFinished, TurnFinished
+from swival.messages import clean_text
 from swival.providers.factory import spent
 from swival.records import JsonLines, print_report
 from swival.render import ProgressPrinter, outcome, say, screen_text, stderr_console
+from swival.render.asking import (
+    action_question,
+    command_question,
+    found_line,
+    not_an_answer,
+    options,
+    read_answer,
+)
 from swival.session import Session
 from swival.tools.approval import Answer
 from swival.tools.policy import Question
@@ -50,50 +59,51 @@ class Tally:
             self.finished = event
 
 
-def ask_on_terminal(question: Question, who: str = "swival") -> Answer:
-    """Approval for one-shot runs started from a terminal: asked on stderr, read from stdin.
-    Lines are wrapped at the terminal's width between words. `who` asks: "swival", or
-    "subagent N" while a subagent runs."""
-    lines = [f"{who} wants to run: {question.shown}"]
-    if question.found:
-        lines.append("Needs approval every time: " + "; ".join(question.found) + ".")
-    print("\n" + _wrap("\n".join(lines)), file=sys.stderr)
+def ask_on_terminal(question: Question, who: str = "") -> Answer:
+    """Approval for one-shot runs started from a terminal: asked on stderr, read from stdin,
+    in the REPL's words (swival/render/asking.py). Lines are wrapped at the terminal's
+    width between words. `who` is "subagent N" while a subagent runs."""
+    lines = [command_question(question.shown, who), found_line(question.found)]
+    print("\n" + _wrap("\n".join(line for line in lines if line)), file=sys.stderr)
     programs = ", ".join(question.programs)
     return _choose_on_terminal((programs,) if programs else ())[0]
 
 
 def confirm_on_terminal(action: str, scopes: tuple[str, ...], detail: str,
-                        who: str = "swival") -> str:
+                        who: str = "") -> str:
     """Any other approval (a fetch, an MCP tool, an edit with its diff as `detail`; see
     swival/tools/approval.py), asked the same way."""
     if detail:
         print("\n" + screen_text(detail).rstrip("\n"), file=sys.stderr)
-    print("\n" + _wrap(f"{who} asks: {action}?"), file=sys.stderr)
+    print("\n" + _wrap(action_question(action, who)), file=sys.stderr)
     answer, scope = _choose_on_terminal(scopes)
     return scope if answer == "always" else answer
 
 
 def _choose_on_terminal(scopes: tuple[str, ...]) -> tuple[Answer, str]:
-    """The answer, with the scope chosen for "always" (keys a and s, one per scope)."""
-    keys = dict(zip("as", scopes, strict=False))
-    offers = "".join(f"[{key}] always {scope} this session  " for key, scope in keys.items())
-    options = _wrap(f"Allow? [y] once  {offers}[n] no:")
+    """The answer, with the scope chosen for "always"; anything else is asked again.
+    End of input (Ctrl-D) refuses; Ctrl-C propagates and interrupts the run."""
+    prompt = _wrap(options(scopes))
     while True:
-        print(options, end=" ", file=sys.stderr, flush=True)
-        answer = sys.stdin.readline().strip().lower()
-        if answer in ("y", "yes"):
-            return "once", ""
-        if answer[:1] in keys and (len(answer) == 1 or answer == "always"):
-            return "always", keys[answer[:1]]
-        if answer in ("n", "no", ""):
+        print(prompt, end="", file=sys.stderr, flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            print(file=sys.stderr)
             return "deny", ""
+        choice = read_answer(line, scopes)
+        if choice is not None:
+            return choice
+        print(_wrap(not_an_answer(line, scopes)), file=sys.stderr)
 
 
 def _wrap(text: str) -> str:
-    """`text` wrapped at the terminal's width, breaking only between words."""
+    """`text` wrapped at the terminal's width, breaking only between words (a trailing
+    space, after the answers offered, is kept)."""
     width = shutil.get_terminal_size().columns
-    return "\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False,
-                                   replace_whitespace=False) for line in text.split("\n"))
+    wrapped = "\n".join(textwrap.fill(line, width, break_long_words=False,
+                                      break_on_hyphens=False, replace_whitespace=False)
+                        for line in text.split("\n"))
+    return wrapped + (" " if text.endswith(" ") else "")
 
 
 def run_oneshot(session: Session, task: str) -> int:
@@ -103,11 +113,11 @@ def run_oneshot(session: Session, task: str) -> int:
     machine = settings.output_format != "text"
     printer = ProgressPrinter(stderr_console(), quiet=settings.quiet or machine)
     if session.policy.mode == "ask" and session.policy.ask is None:
-        session.policy.ask = lambda question: ask_on_terminal(
-            question, printer.asking or "swival")
-    if session.approvals.confirm is None and sys.stdin.isatty():
-        session.approvals.confirm = lambda action, scopes, detail: confirm_on_terminal(
-            action, scopes, detail, printer.asking or "swival")
+        session.policy.ask = lambda question: _paused(printer, ask_on_terminal, question,
+                                                      printer.asking)
+    if session.approvals.confirm is None and sys.stdin.isatty() and sys.stderr.isatty():
+        session.approvals.confirm = lambda action, scopes, detail: _paused(
+            printer, confirm_on_terminal, action, scopes, detail, printer.asking)
     lines = (JsonLines(sys.stdout, session.redactor, outcome)
              if settings.output_format == "stream-json" else None)
     _announce(session, lines)
@@ -122,6 +132,8 @@ def run_oneshot(session: Session, task: str) -> int:
             hear(event)
     except KeyboardInterrupt as stop:
         printer.interrupted()
+        if lines is not None:
+            lines.interrupted()
         tally.add(agent.interrupted())
         signal_code = getattr(stop, "exit_code", None)
     except SwivalError as exc:
@@ -136,6 +148,12 @@ def run_oneshot(session: Session, task: str) -> int:
     else:
         _print_outcome(session, finished, error, code)
     return code
+
+
+def _paused(printer: ProgressPrinter, ask: Callable[..., Any], *args: Any) -> Any:
+    """Ask the person with the printer told (the time asking is not the call's time)."""
+    with printer.paused():
+        return ask(*args)
 
 
 def _listener(tally: Tally, printer: ProgressPrinter,
@@ -176,15 +194,18 @@ def _announce(session: Session, lines: JsonLines | None) -> None:
 
 def _print_outcome(session: Session, finished: TurnFinished | None,
                    error: SwivalError | None, code: int) -> None:
-    """Text output: the answer on stdout, what went wrong on stderr."""
+    """Text output: the answer on stdout, what went wrong on stderr. On a terminal the
+    answer's control characters are shown as escapes (as the REPL shows them), so a
+    model cannot move the cursor or retitle the window; into a pipe it goes as it is."""
     redact = session.redactor.redact
+    shown = screen_text if sys.stdout.isatty() else clean_text
     if error:
         say(f"swival: {redact(str(error))}")
     elif finished and finished.reason == "done":
-        print(redact(finished.answer))
+        print(shown(redact(finished.answer)))
     elif finished and finished.reason == "output_limit":
         if finished.partial:  # the incomplete reply is still the result the user asked for
-            print(redact(finished.partial))
+            print(shown(redact(finished.partial)))
         say(f"swival: {redact(finished.answer)}")
     elif finished and finished.reason == "interrupted":
         say("swival: terminated" if code == 143 else "swival: interrupted")
@@ -195,7 +216,8 @@ def _report(session: Session, tally: Tally, code: int, error: SwivalError | None
     info = session.provider.info
     reason = done.reason if done else ("context_exhausted" if code == 5 else "error")
     cut = done is not None and done.reason == "output_limit"
-    message = str(error) if error else (done.answer if cut and done else None)
+    stopped = done is not None and done.reason in ("output_limit", "max_turns")
+    message = str(error) if error else (done.answer if stopped and done else None)
     return {
         "answer": done.answer if done and done.reason == "done" else (
             done.partial if cut and done else ""),

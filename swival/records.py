@@ -11,6 +11,7 @@ the one-shot runner writes the final `result`. Streaming a new event type is add
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
@@ -31,7 +32,7 @@ from swival.events import (
     ToolStarted,
     TurnFinished,
 )
-from swival.messages import ToolResult
+from swival.messages import ToolResult, clean_text
 from swival.providers.factory import shown_url
 from swival.redaction import Redactor
 
@@ -100,18 +101,31 @@ class JsonLines:
         self.out = out
         self.redactor = redactor
         self.describe = describe
+        self._open: dict[str, tuple[str, float]] = {}  # calls started, not yet finished
 
     def write(self, record: Record) -> None:
-        line = json.dumps(self.redactor.scrub(record), ensure_ascii=False)
-        self.out.write(line + "\n")
+        self.out.write(json_line(record, self.redactor) + "\n")
         self.out.flush()
 
     def event(self, event: Event) -> None:
         """The record of `event`, when its type streams one."""
+        if isinstance(event, ToolStarted):
+            self._open[event.call.id] = (event.call.name, time.monotonic())
+        elif isinstance(event, ToolFinished):
+            self._open.pop(event.call.id, None)
         row = EVENT_RECORDS.get(type(event))
         record = row(event, self.describe) if row is not None else None
         if record is not None:
             self.write(record)
+
+    def interrupted(self) -> None:
+        """Ctrl-C (or SIGTERM): every call that had started gets its `tool_result`, not
+        ok, so each `tool_call` a reader saw is closed before `result`."""
+        now = time.monotonic()
+        for call_id, (name, started) in self._open.items():
+            self.write({"type": "tool_result", "id": call_id, "name": name, "ok": False,
+                        "summary": "interrupted", "seconds": round(now - started, 3)})
+        self._open.clear()
 
 
 def failure_report(settings: Settings | None, error: str, exit_code: int) -> Record:
@@ -139,7 +153,13 @@ def print_report(report: Record, output_format: str, redactor: Redactor) -> None
     """The report on stdout: the `--json` object, or the stream's last line, `result`."""
     if output_format == "stream-json":
         report = {"type": "result", **report}
-    print(json.dumps(redactor.scrub(report), ensure_ascii=False), flush=True)
+    print(json_line(report, redactor), flush=True)
+
+
+def json_line(record: Record, redactor: Redactor) -> str:
+    """One JSON object on one line, secrets redacted; a lone surrogate (half a UTF-16
+    pair, which a server can send escaped) becomes U+FFFD so the line encodes as UTF-8."""
+    return clean_text(json.dumps(redactor.scrub(record), ensure_ascii=False))
 
 
 def report_failure(settings: Settings | None, error: SwivalError | str, exit_code: int,

@@ -100,6 +100,10 @@ def test_config_syntax_error_exits_2(tmp_path: Path) -> None:
         (("--no-such-flag",), "", "No such option"),
         (("-p", "a", "b"), "", "not both"),
         ((), "   \n", "No task"),
+        (("-p", ""), "a piped task is not taken instead", "The task given is empty."),
+        (("  ",), "", "The task given is empty."),
+        (("--resume", "x", "-c", "-p", "hi"), "", "Give either --resume ID or --continue (-c), "
+                                                  "not both."),
         (("--max-turns", "zero", "-p", "x"), "", "'--max-turns': it must be a whole number"),
         (("--temperature", "hot", "-p", "x"), "", "'--temperature': it must be a number"),
         (("--output-format", "xml", "-p", "x"), "", "'--output-format': 'xml' is not one of"),

@@ -236,7 +236,50 @@ def test_unknown_commands_get_a_suggestion(root: Path) -> None:
 
 def test_help_names_the_other_spellings_of_a_command(root: Path) -> None:
     rows = dict(dispatch("/help", make_session(root, ScriptedProvider()).agent).rows)
-    assert "/exit (or /quit, /q)" in rows and "/help (or /?)" in rows
+    assert "/exit (or /quit, /q)" in rows and "/help [command] (or /?)" in rows
+
+
+@pytest.mark.parametrize("name", [c.name for c in COMMANDS if not (c.flags or c.free)])
+def test_a_command_that_takes_no_arguments_refuses_one_and_does_nothing(
+        root: Path, name: str) -> None:
+    session = make_session(root, ScriptedProvider([reply("one")]))
+    run(session, "hello")
+    read_only = session.agent.tools.read_only
+    result = dispatch(f"/{name} extra words", session.agent)
+    assert result.level == "error" and not result.exit and not result.rows
+    assert result.text == (f"/{name} takes no arguments, so it did nothing (given: extra "
+                           f"words). Type /{name} alone.")
+    assert session.agent.context.history and session.agent.tools.read_only == read_only
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("/undo now", "/undo does not take 'now', so it did nothing. Usage: /undo [--force]"),
+    ("/restore --hard", "/restore does not take '--hard', so it did nothing. Usage: "
+                        "/restore [--force]"),
+    ("/compact --fast", "/compact does not take '--fast', so it did nothing. Usage: "
+                        "/compact [--drop] [focus] (words starting with -- may follow the "
+                        "first word of the focus)."),
+    ("/mcp stop", "/mcp does not take 'stop', so it did nothing. Usage: /mcp [restart "
+                  "[NAME...] | refresh]"),
+    ("/mcp refresh all", "/mcp does not take 'all', so it did nothing. Usage: /mcp [restart "
+                         "[NAME...] | refresh]"),
+    ("/model a b", "/model does not take 'a b', so it did nothing. Usage: /model [name] (one "
+                   "name: a model's name has no spaces)."),
+    ("/help me out", "/help does not take 'me out', so it did nothing. Usage: "
+                     "/help [command]"),
+])
+def test_a_wrong_argument_is_named_with_the_usage(root: Path, line: str, said: str) -> None:
+    result = dispatch(line, make_session(root, ScriptedProvider()).agent)
+    assert (result.level, result.text) == ("error", said)
+
+
+def test_help_with_a_name_says_what_that_command_does(root: Path) -> None:
+    agent = make_session(root, ScriptedProvider()).agent
+    assert dispatch("/help undo", agent).text.startswith("/undo [--force]: Revert the file")
+    assert dispatch("/help /quit", agent).text.startswith("/exit (or /quit, /q): Leave")
+    wrong = dispatch("/help contxt", agent)
+    assert (wrong.level, wrong.text) == ("error", "There is no command /contxt. Did you mean "
+                                                  "/context? /help lists them all.")
 
 
 def test_a_second_save_says_it_replaces_the_first(root: Path) -> None:

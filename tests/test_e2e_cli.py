@@ -105,6 +105,12 @@ def test_turn_limit_exits_4(fake_server: Any, project: Path) -> None:
     result = run_swival(server, project, "--max-turns", "2", "-p", "loop")
     assert result.returncode == 4
     assert "--max-turns" in result.stderr
+    server.script(tool("list_files", path="."), tool("read_file", file_path="app.py"))
+    report = json.loads(run_swival(server, project, "--max-turns", "2", "--json",
+                                   "-p", "loop").stdout)
+    assert (report["exit_reason"], report["exit_code"], report["answer"]) == ("max_turns", 4, "")
+    assert report["error"] == ("Stopped after 2 model calls without a final answer (raise "
+                               "--max-turns to allow more).")
 
 
 def test_continue_resumes_the_last_session(fake_server: Any, project: Path) -> None:

@@ -64,6 +64,22 @@ def test_directories_are_listed_and_punctuation_is_not_part_of_the_path(
     assert out.problems == ()
 
 
+def test_a_path_with_spaces_is_attached_quoted_or_escaped(tmp_path: Path) -> None:
+    ctx = project(tmp_path)
+    (tmp_path / "my notes").mkdir()
+    (tmp_path / "my notes" / "to do.txt").write_text("buy milk\n")
+    for text_ in ('see @"my notes/to do.txt"', "see (@'my notes/to do.txt').",
+                  "see @my\\ notes/to\\ do.txt, then"):
+        out = attach(text_, ctx)
+        assert [a.shown for a in out.attached] == ["my notes/to do.txt"], text_
+        assert out.attached[0].body == "1\tbuy milk" and out.problems == ()
+    assert [a.kind for a in attach("@my\\ notes", ctx).attached] == ["directory"]
+    missing = attach('@"my notes/gone.txt"', ctx)
+    assert missing.attached == () and missing.problems == (
+        "@my notes/gone.txt was not attached: there is no such file or directory in the "
+        "project.",)
+
+
 def test_a_listing_alone_is_not_said_to_count_as_read_and_one_entry_is_singular(
         tmp_path: Path) -> None:
     ctx = project(tmp_path)
@@ -94,6 +110,9 @@ def test_outside_the_workspace_is_refused_and_other_words_stay_plain(tmp_path: P
     assert "@../secret.txt was not attached" in out.problems[0]
     assert "outside the workspace" in out.problems[0]
     assert "@src/gone.py was not attached: there is no such file" in out.problems[1]
+    absolute = str((tmp_path / "secret.txt").resolve())
+    [said] = attach(f"see @{absolute}", ctx).problems
+    assert said == f"@{absolute} was not attached: {absolute} is outside the workspace."
 
 
 def test_the_same_path_twice_is_attached_once_and_binary_files_are_refused(

@@ -64,3 +64,16 @@ def test_the_final_error_wraps_between_words(tmp_path: Path) -> None:
     piped = run_swival(None, tmp_path, *args).stderr.splitlines()
     assert len(piped) == 1 and piped[0].startswith("swival: Nothing answers at")
     assert_wrapped_between_words(one_shot(tmp_path, *args), piped[0])
+
+
+def test_control_characters_in_the_answer_are_shown_not_obeyed(tmp_path: Path) -> None:
+    """On a terminal the answer's escape sequences are printed as text (`\\x1b[2J` would
+    clear the screen); into a pipe the answer goes out as the model wrote it."""
+    answer = "Done.\x1b[2J\x1b]0;owned\x07 Bye."
+    with FakeServer(kind="llamacpp", window=16_384) as server:
+        server.script(text(answer), text(answer))
+        args = ("--provider", "llamacpp", "--base-url", server.url, "-q", "-p", "hi")
+        lines = one_shot(tmp_path, *args)
+        piped = run_swival(None, tmp_path, *args).stdout
+    assert "Done.\\x1b[2J\\x1b]0;owned\\x07 Bye." in lines
+    assert piped == answer + "\n"

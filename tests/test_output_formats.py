@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 import typing
@@ -242,3 +243,52 @@ def test_json_flags_that_agree_are_accepted(fake_server: Any, tmp_path: Path) ->
     server = fake_server(kind="llamacpp").script(text("Agreed."))
     result = run_swival(server, tmp_path, "--json", "--output-format", "json", "-p", "hi")
     assert result.returncode == 0 and json.loads(result.stdout)["answer"] == "Agreed."
+
+
+@pytest.mark.parametrize(("fmt", "during"), [("stream-json", "command"), ("stream-json", "reply"),
+                                             ("json", "command")])
+def test_ctrl_c_still_ends_with_a_result_and_closes_every_call(
+        fake_server: Any, tmp_path: Path, fmt: str, during: str) -> None:
+    """SIGINT (Ctrl-C) mid-run: stdout stays valid JSON, every `tool_call` gets its
+    `tool_result` (not ok, "interrupted") and the run ends with one result, exit 130."""
+    started = tmp_path / "started"
+    script = (tool("run_command", command=f"touch {started}; sleep 30"), text("never")) \
+        if during == "command" else (Reply(text="slow", mode="hang", hang=30),)
+    server = fake_server(kind="llamacpp").script(*script)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / ".xdg"), "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [*swival_command(), "--provider", "llamacpp", "--base-url", server.url, "--yolo",
+         "--sandbox", "off", "--output-format", fmt, "-p", "go"], cwd=tmp_path, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (started.exists() if during == "command" else server.requests):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    records = [json.loads(line) for line in out.splitlines()]
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    result = records[-1]
+    assert result.get("type", "result") == "result" and set(result) - {"type"} == RESULT_FIELDS
+    assert (result["exit_reason"], result["exit_code"]) == ("interrupted", 130)
+    if fmt == "json":
+        assert len(records) == 1
+        return
+    calls = [r["id"] for r in records if r["type"] == "tool_call"]
+    closed = {r["id"]: r for r in records if r["type"] == "tool_result"}
+    assert len(calls) == (1 if during == "command" else 0) and set(calls) == set(closed)
+    for call in calls:
+        assert (closed[call]["ok"], closed[call]["summary"]) == (False, "interrupted")
+
+
+def test_a_lone_surrogate_in_the_reply_keeps_every_line_valid(fake_server: Any,
+                                                              tmp_path: Path) -> None:
+    """A server may send half a UTF-16 pair (escaped, valid JSON); it cannot be written as
+    UTF-8, so it reaches stdout as U+FFFD instead of ending the run with a traceback."""
+    server = fake_server(kind="llamacpp").script(text("half \ud800 a pair"))
+    result = run_swival(server, tmp_path, "--output-format", "stream-json", "-p", "go")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert "".join(r["text"] for r in records if r["type"] == "text") == "half \ufffd a pair"
+    assert records[-1]["answer"] == "half \ufffd a pair"

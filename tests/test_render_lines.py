@@ -259,7 +259,8 @@ def test_an_interrupted_call_keeps_its_line() -> None:
 def test_one_shot_keeps_the_line_of_the_call_ctrl_c_stopped() -> None:
     con, buf = console()
     con.soft_wrap = True  # a pipe: whole lines
-    printer = ProgressPrinter(con)
+    now = [100.0]
+    printer = ProgressPrinter(con, clock=lambda: now[0])
     done = ToolCall("c1", "run_command", {"command": "ls"})
     printer.handle(ToolStarted(done))
     printer.handle(ToolFinished(done, ToolResult("a\n[exit code 0]",
@@ -267,9 +268,18 @@ def test_one_shot_keeps_the_line_of_the_call_ctrl_c_stopped() -> None:
     printer.interrupted()  # between calls: nothing was running
     running = ToolCall("c2", "run_command", {"command": "sleep 30"})
     printer.handle(ToolStarted(running))
+    with printer.paused():  # approved after 5 s: not the call's time
+        now[0] += 5.0
+    now[0] += 2.5
     printer.interrupted()
-    assert buf.getvalue().splitlines() == ["• run_command ls — exit 0",
-                                           "✗ run_command sleep 30 — interrupted"]
+    asked = ToolCall("c3", "run_command", {"command": "make"})
+    printer.handle(ToolStarted(asked))
+    with pytest.raises(KeyboardInterrupt), printer.paused():
+        raise KeyboardInterrupt
+    printer.interrupted()
+    assert buf.getvalue().splitlines() == [
+        "• run_command ls — exit 0", "✗ run_command sleep 30 — interrupted after 2.5s",
+        "✗ run_command make — cancelled at the approval question"]
 
 
 def test_a_call_stopped_at_its_question_says_so() -> None:
@@ -298,10 +308,12 @@ def test_a_compaction_line_does_not_repeat_its_reason() -> None:
     tv, buf, _ = view()
     tv.handle(Compacted(0, "snapshot restore", 1400, 1444, 3, reprocessed=50))
     tv.handle(Compacted(2, "over the trigger", 9000, 4000, 3))
+    tv.handle(Compacted(4, "emergency", 9000, 1200, 3))
     tv.close()
     assert buf.getvalue().splitlines() == [
         "⟳ snapshot restore: 1400 → 1444 tokens (50 cached tokens to recompute)",
-        "⟳ compaction level 2: 9000 → 4000 tokens (over the trigger)"]
+        "⟳ compaction level 2: 9000 → 4000 tokens (over the trigger)",
+        "⟳ emergency compaction: 9000 → 1200 tokens"]
 
 
 def test_counts_agree_with_their_nouns() -> None:

@@ -87,6 +87,13 @@ def test_unknown_window_is_shown_as_unknown_with_the_assumed_budget() -> None:
     assert "window unknown (~8192) [server did not say]" in text
 
 
+def test_the_context_reads_counting_until_the_first_count_not_zero() -> None:
+    s = status()
+    assert [text for _, text in s.parts()][2] == "ctx counting…"
+    s.context_tokens = 0
+    assert [text for _, text in s.parts()][2] == "ctx 0% (0/10.0k)"
+
+
 def test_the_context_share_is_rounded_like_every_other_figure() -> None:
     """8970 of 10000 is "90%" in the toolbar as in /context ("89.7%" there, one decimal)
     and the session's warning, and it is coloured as the 90 % it shows."""

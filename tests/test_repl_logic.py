@@ -318,5 +318,10 @@ def test_completer_completes_commands_flags_and_paths(root: Path) -> None:
 
     assert complete("/co") == ["/compact", "/context"]
     assert complete("/compact --d") == ["--drop"]
+    assert complete("/help un") == ["unsave", "undo"]  # in /help's order
     assert complete("please read ma") == ["in.py"]
     assert complete("look at src/mo") == ["dule.py"]
+    (root / "my notes").mkdir()
+    (root / "my notes" / "to do.txt").write_text("x\n")
+    assert complete("read @my") == ["\\ notes"]  # the space escaped: one word
+    assert complete("read @my\\ notes/to") == ["\\ do.txt"]

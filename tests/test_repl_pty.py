@@ -81,6 +81,11 @@ def test_request_commands_and_exit(server: object, project: Path) -> None:
         ("/compact --drop", "Nothing to compact at levels 1 and 2"),
         ("/sessions", "(this one)"),
         ("/contxt", "Did you mean /context?"),
+        # a stray argument: the command does nothing and says so (/exit does not leave)
+        ("/exit now", "/exit takes no arguments, so it did nothing (given: now). Type /exit "
+                      "alone."),
+        ("/undo everything", "/undo does not take 'everything', so it did nothing. Usage: "
+                             "/undo [--force]"),
     ]
     for command, expected in checks:
         ask(child, command)

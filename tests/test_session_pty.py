@@ -1,10 +1,13 @@
 """Session control in the installed `swival`, in a real pseudo-terminal against the
 loopback fake server: @mentions (Tab completion and the attached file), /undo, --edits
-ask, /model with two models of different windows, and /plan."""
+ask, /model with two models of different windows (and Ollama names that look like
+markup), and /plan."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -174,3 +177,41 @@ def test_compact_with_a_focus_guides_the_recap(server: object, project: Path) ->
     recap = server.requests[-1]
     assert not recap.get("tools")
     assert "a focus: keep what we learned about the parser" in recap["messages"][0]["content"]
+
+
+BRACKETED = ("qwen2.5-coder:7b-instruct-q4_K_M", "lab[rc]/coder:[q4][bold]x", "a[red]b[/]:7b")
+
+
+def test_ollama_names_with_brackets_are_listed_and_switched_to_as_written(
+        project: Path) -> None:
+    """Colours on: a name that looks like rich markup is shown, completed and sent as it
+    is written, never eaten as a style."""
+    with fakeserver.FakeServer(kind="ollama", model=BRACKETED[0], installed=BRACKETED) as srv:
+        srv.script(fakeserver.Reply(text="Switched fine."))
+        env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+        env.update(HOME=str(project), XDG_CONFIG_HOME=str(project / ".config"),
+                   TERM="xterm-256color", COLUMNS="120", LINES="40")
+        child = pexpect.spawn(SWIVAL, ["--provider", "ollama", "--base-url", srv.url],
+                              cwd=str(project), env=env, encoding="utf-8",
+                              dimensions=(40, 120), timeout=30)
+        child.expect_exact("Ctrl-D to quit.")
+        child.expect_exact(PROMPT)
+        ask(child, "/model")
+        child.expect_exact("switches for the rest of the session")
+        table = re.sub("\x1b\\[[0-9;?]*[a-zA-Z]", "", child.before)
+        assert f"{BRACKETED[0]} (current)" in table
+        assert "\x1b[" in child.before  # colours were on
+        for name in BRACKETED[1:]:
+            assert name in table, table
+        child.expect_exact(PROMPT)
+        child.send("/model lab" + TAB)
+        child.expect_exact("[q4][bold]x")
+        child.send("\r")
+        child.expect_exact("Now using ")
+        child.expect_exact("lab[rc]/coder:[q4][bold]x")
+        child.expect_exact(PROMPT)
+        ask(child, "hello")
+        child.expect_exact("Switched fine.")
+        child.expect_exact(PROMPT)
+        leave(child)
+        assert srv.requests[-1]["model"] == BRACKETED[1]

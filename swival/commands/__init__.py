@@ -3,7 +3,9 @@
 
     /compact [--drop] [focus]   /save [label]     /restore [--force]   /unsave   /clear
     /model [name]               /undo [--force]   /plan   /context   /todo   /sessions
-    /mcp [restart|refresh]      /help             /exit
+    /mcp [restart|refresh]      /help [command]   /exit
+
+A command given an argument it does not take does nothing and says so.
 
 `context.py` holds the commands about the context, `session.py` those about the session
 (models, undo, plan mode, saved sessions); this module the table, /help and dispatch.
@@ -24,7 +26,7 @@ from swival.commands.context import (
     cmd_todo,
     cmd_unsave,
 )
-from swival.commands.reply import Command, CommandReply, error
+from swival.commands.reply import Command, CommandReply, error, stray
 from swival.commands.session import (
     MCP_USAGE,
     cmd_mcp,
@@ -38,6 +40,17 @@ __all__ = ["COMMANDS", "Command", "CommandReply", "dispatch", "is_command", "sug
 
 
 def cmd_help(agent: Agent, args: Sequence[str]) -> CommandReply:
+    """Every command and the keys; `/help NAME` that command alone."""
+    if len(args) > 1:
+        return stray(" ".join(args), "/help [command]")
+    if args:
+        wanted = args[0].lstrip("/").lower()
+        command = COMMANDS_BY_NAME.get(ALIASES.get(wanted, wanted))
+        if command is None:
+            hint = suggest(wanted)
+            tip = f" Did you mean /{hint}?" if hint else ""
+            return error(f"There is no command /{wanted}.{tip} /help lists them all.")
+        return CommandReply(f"{command.usage}{_aliases(command.name)}: {command.help}")
     rows = tuple((c.usage + _aliases(c.name), c.help) for c in COMMANDS)
     keys = "\n".join((
         "Keys:",
@@ -66,9 +79,9 @@ def cmd_exit(agent: Agent, args: Sequence[str]) -> CommandReply:
 COMMANDS: tuple[Command, ...] = (
     Command("compact", "/compact [--drop] [focus]", "Shrink old tool results (level 1); "
             "--drop also replaces low-value turns by a recap (level 2), which focus text "
-            "guides. Reports tokens saved.", cmd_compact, ("--drop",)),
+            "guides. Reports tokens saved.", cmd_compact, ("--drop",), free=True),
     Command("save", "/save [label]", "Set a checkpoint here (like the snapshot tool).",
-            cmd_save),
+            cmd_save, free=True),
     Command("restore", "/restore [--force]", "Have the model summarize everything since the "
             "checkpoint and replace it by that summary. --force if files changed since.",
             cmd_restore, ("--force",)),
@@ -76,7 +89,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("clear", "/clear", "Start over: drop the conversation, thinking, todos, snapshots, "
             "ledger and file tracking.", cmd_clear),
     Command("model", "/model [name]", "List the server's models, or switch to one (its "
-            "window detected afresh).", cmd_model),
+            "window detected afresh).", cmd_model, free=True),
     Command("undo", "/undo [--force]", "Revert the file edits of the last request (tool "
             "edits only); repeat to go further back. --force if files changed since.",
             cmd_undo, ("--force",)),
@@ -86,8 +99,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("todo", "/todo", "Show the model's todo list.", cmd_todo),
     Command("sessions", "/sessions", "List this project's saved sessions.", cmd_sessions),
     Command("mcp", MCP_USAGE, "List the MCP servers (state, tools, schema tokens); restart "
-            "them or list their tools again.", cmd_mcp, ("restart", "refresh")),
-    Command("help", "/help", "List commands and keys.", cmd_help),
+            "them or list their tools again.", cmd_mcp, ("restart", "refresh"), free=True),
+    Command("help", "/help [command]", "List commands and keys, or say what one command "
+            "does.", cmd_help, free=True),
     Command("exit", "/exit", "Leave (also Ctrl-D).", cmd_exit),
 )
 COMMANDS_BY_NAME = {c.name: c for c in COMMANDS}
@@ -125,4 +139,7 @@ def dispatch(line: str, agent: Agent) -> CommandReply:
         hint = suggest(name)
         tip = f" Did you mean /{hint}?" if hint else ""
         return error(f"Unknown command /{name}.{tip} Type /help for the list.")
-    return command.run(agent, words[1:])
+    args = words[1:]
+    if args and not (command.flags or command.free):
+        return stray(" ".join(args), command.usage)
+    return command.run(agent, args)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from swival.agent import Agent
-from swival.commands.reply import CommandReply, error, parse_flags
+from swival.commands.reply import CommandReply, parse_flags, stray
 from swival.context.snapshot import Restored
 from swival.events import Compacted
 from swival.providers.factory import spent
@@ -22,7 +22,8 @@ BREAKDOWN_LABELS = {
 
 
 def compaction_text(event: Compacted) -> str:
-    what = {0: "Snapshot restore", 4: "Emergency drop"}.get(event.level, f"Level {event.level}")
+    what = {0: "Snapshot restore", 4: "Emergency compaction"}.get(event.level,
+                                                                 f"Level {event.level}")
     note = f" {event.note}" if event.note else ""
     return f"{what}: {_figures(event)}.{note}"
 
@@ -45,8 +46,8 @@ def cmd_compact(agent: Agent, args: Sequence[str]) -> CommandReply:
     drop = bool(args) and args[0] == "--drop"
     words = list(args[1:] if drop else args)
     if words[:1] and words[0].startswith("--"):
-        return error(f"Unexpected option {words[0]!r}. Usage: /compact [--drop] [focus] "
-                     "(words starting with -- may follow the first word of the focus).")
+        return stray(words[0], "/compact [--drop] [focus]", " (words starting with -- may "
+                     "follow the first word of the focus).")
     focus = agent.config.redactor.redact(" ".join(words))
     level = 2 if drop or focus else 1
     reason = "/compact" + (" --drop" if drop else "") + (" (focused)" if focus else "")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from swival.agent import Agent
 from swival.commands.context import compaction_text
-from swival.commands.reply import CommandReply, error, parse_flags
+from swival.commands.reply import CommandReply, error, parse_flags, stray
 from swival.config import user_state_dir
 from swival.providers.base import ProviderInfo
 from swival.providers.discovery import ModelChoice
@@ -45,7 +45,7 @@ def cmd_undo(agent: Agent, args: Sequence[str]) -> CommandReply:
         return CommandReply(
             f"Nothing was undone: {', '.join(outcome.changed)} changed on disk since the agent "
             f"wrote {them} (by you, a command or another program), and undoing would lose "
-            f"that change. `/undo --force` restores {them} anyway.", level="warning")
+            f"that change. `/undo --force` reverts {them} anyway.", level="warning")
     what = "; ".join(part for part in (
         f"restored {', '.join(outcome.restored)}" if outcome.restored else "",
         f"removed {', '.join(outcome.removed)} (created by it)" if outcome.removed else "")
@@ -75,7 +75,8 @@ def cmd_model(agent: Agent, args: Sequence[str]) -> CommandReply:
     longer fits)."""
     connector, info = agent.config.connector, agent.provider.info
     if len(args) > 1:
-        return error("Give one model name. Usage: /model [name]")
+        return stray(" ".join(args), "/model [name]", " (one name: a model's name has "
+                     "no spaces).")
     if connector is None:
         return error(f"This session cannot switch models (using {info.model}, "
                       f"{_window(info)}).")
@@ -230,6 +231,9 @@ def cmd_mcp(agent: Agent, args: Sequence[str]) -> CommandReply:
     tool list does the server re-process the prompt (the reply then says so)."""
     from swival.mcp.manager import McpTools  # not on the start-up path
 
+    wrong = _mcp_stray(args)
+    if wrong:
+        return stray(wrong, MCP_USAGE)
     mcp = agent.config.tool_source
     if not isinstance(mcp, McpTools):
         return CommandReply("No MCP servers in this session: configure them as "
@@ -238,10 +242,8 @@ def cmd_mcp(agent: Agent, args: Sequence[str]) -> CommandReply:
     notes: list[str] = []
     if args[:1] == ["restart"]:
         notes = mcp.restart(args[1:])
-    elif list(args) == ["refresh"]:
-        notes = mcp.refresh()
     elif args:
-        return error(f"Unexpected argument {args[0]!r}. Usage: {MCP_USAGE}")
+        notes = mcp.refresh()
     footer = (f"{mcp.summary()}\n/mcp restart [NAME] starts servers again, /mcp refresh "
               "lists their tools again; if their tools changed, the server re-processes the "
               "prompt on the next request.")
@@ -249,3 +251,10 @@ def cmd_mcp(agent: Agent, args: Sequence[str]) -> CommandReply:
                         level="warning" if notes else "info",
                         headers=("server", "transport", "state", "tools", "schema tokens",
                                  "sent"), rows=tuple(mcp.rows()), footer=footer)
+
+
+def _mcp_stray(args: Sequence[str]) -> str:
+    """The first argument /mcp does not take, or ""."""
+    if not args or args[0] == "restart":
+        return ""
+    return args[0] if args[0] != "refresh" else (args[1] if len(args) > 1 else "")

@@ -4,9 +4,10 @@ Two consumers: one-shot mode uses `ProgressPrinter` (pipe.py: a line per tool ca
 stderr, never wrapped or cut without a terminal); the REPL uses `TurnView` (view.py:
 spinners, streamed text, markdown answers, tool lines, diffs; its live region in
 live.py) and `Status` (status.py: the figures of the bottom toolbar and the live status
-line). lines.py words tool calls, compactions and diffs for both; replay.py shows a
-resumed conversation. rich honours `NO_COLOR` itself; widths are read from the console
-on every line so narrow terminals get shorter lines rather than wrapped ones.
+line). lines.py words tool calls, compactions and diffs for both; asking.py the approval
+questions both ask; replay.py shows a resumed conversation. rich honours `NO_COLOR`
+itself; widths are read from the console on every line so narrow terminals get shorter
+lines rather than wrapped ones.
 """
 
 from swival.render.lines import diff_text, key_argument, outcome, screen_text, tool_line

@@ -237,8 +237,8 @@ def compaction_line(event: Compacted) -> str:
     what = {0: "snapshot restore", 4: "emergency compaction"}.get(
         event.level, f"compaction level {event.level}")
     again = f"{event.reprocessed} cached tokens to recompute" if event.reprocessed else ""
-    why = "; ".join(part for part in (event.reason if event.reason != what else "", again)
-                    if part)
+    why = "; ".join(part for part in (event.reason if event.reason not in what else "",
+                                      again) if part)
     return (f"{what}: {event.tokens_before} → {event.tokens_after} tokens"
             + (f" ({why})" if why else ""))
 

@@ -6,6 +6,10 @@ diagnostic is one whole line however long, so it can be searched and read back.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 from rich.console import Console
 from rich.text import Text
 
@@ -51,12 +55,16 @@ class ProgressPrinter:
     """One-shot progress on stderr: one line per tool call (a cross marks failures),
     compactions and notices; `quiet` keeps only errors."""
 
-    def __init__(self, console: Console, *, quiet: bool = False) -> None:
+    def __init__(self, console: Console, *, quiet: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.console = console
         self.quiet = quiet
+        self.clock = clock
         self._task = 0  # the task whose subagent steps were shown last
         self.asking = ""  # "subagent N" while a subagent runs: who an approval is for
         self._running: ToolStarted | None = None  # the call that has no result yet
+        self._since = 0.0  # when the running call started, less the time asking the person
+        self._cancelled_asking = False  # Ctrl-C came while an approval question waited
 
     def _say(self, text: str, style: str) -> None:
         self.console.print(Text(text, style=style))
@@ -65,12 +73,28 @@ class ProgressPrinter:
         key = key_argument(call, limit=None if self.console.soft_wrap else 60)
         self._say(" ".join(part for part in (mark, name, key) if part) + f" — {said}", style)
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """An approval question is asked: its time is not the running call's time, and
+        Ctrl-C here marks the call as cancelled at its question (as the REPL does)."""
+        started = self.clock()
+        try:
+            yield
+        except KeyboardInterrupt:
+            self._cancelled_asking = True
+            raise
+        finally:
+            self._since += self.clock() - started
+
     def interrupted(self) -> None:
-        """Ctrl-C: the line of the call that was running stays, marked interrupted."""
+        """Ctrl-C: the line of the call that was running stays, marked interrupted after
+        its time, or cancelled at its approval question, in the REPL's words."""
         running, self._running = self._running, None
         if running is not None and not self.quiet:
-            self._call_line(running.call, FAIL_MARK, screen_text(running.call.name),
-                            "interrupted", "red")
+            said = ("cancelled at the approval question" if self._cancelled_asking
+                    else f"interrupted after {self.clock() - self._since:.1f}s")
+            self._call_line(running.call, FAIL_MARK, screen_text(running.call.name), said,
+                            "red")
 
     def handle(self, event: Event) -> None:
         if isinstance(event, SubagentStep):
@@ -78,6 +102,7 @@ class ProgressPrinter:
         elif isinstance(event, ToolStarted | ToolFinished):
             self.asking = ""
             self._running = event if isinstance(event, ToolStarted) else None
+            self._since, self._cancelled_asking = self.clock(), False
         if isinstance(event, Notice) and event.level == "error":
             self._say(screen_text(event.text), "red")
         if self.quiet:

@@ -27,20 +27,21 @@ class Status:
     """Figures for the status bar, updated from events as a turn runs.
 
     `budget` is the window to measure use against (the real one, or the 8192 assumed when
-    the window is unknown; `window` is then None and shown as "unknown").
+    the window is unknown; `window` is then None and shown as "unknown"). The context
+    figure reads "counting…" until the first count has come (the REPL's warm-up).
     """
 
     model: str
     window: int | None
     window_source: str
     budget: int
-    context_tokens: int = 0
+    context_tokens: int | None = None  # None until the first count (the warm-up's)
     last_turn: Usage | None = None
     compactions: int = 0
 
     @property
     def share(self) -> float:
-        return self.context_tokens / self.budget if self.budget else 0.0
+        return (self.context_tokens or 0) / self.budget if self.budget else 0.0
 
     @property
     def level(self) -> Level:
@@ -65,7 +66,9 @@ class Status:
         """Status pieces as (level, text); pieces are dropped, least useful first, until
         the line fits `width`. Only the context share carries a level other than ok."""
         window = f"window {self.window}" if self.window else f"window unknown (~{self.budget})"
-        ctx = f"ctx {percent(self.share, 1)} ({tokens(self.context_tokens)}/{tokens(self.budget)})"
+        ctx = (f"ctx {percent(self.share, 1)} ({tokens(self.context_tokens)}/"
+               f"{tokens(self.budget)})" if self.context_tokens is not None
+               else "ctx counting…")  # not "0%": the prompt is never empty
         last = "last turn —"
         if self.last_turn is not None:
             last = (f"last turn {tokens(self.last_turn.prompt_tokens)} in/"

@@ -11,18 +11,23 @@ counted as the tool's time (the view's `paused`).
 from __future__ import annotations
 
 import textwrap
-from typing import Literal
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
 
 from swival.render import TurnView
+from swival.render.asking import (
+    action_question,
+    command_question,
+    found_line,
+    not_an_answer,
+    options,
+    read_answer,
+)
 from swival.repl.terminal import drop_type_ahead
+from swival.tools.approval import Answer
 from swival.tools.policy import Question
-
-Answer = Literal["once", "always", "deny"]
-ALWAYS_KEYS = "as"  # the keys that answer "always", one per scope offered
 
 
 def wrap_words(text: str, width: int) -> str:
@@ -45,12 +50,9 @@ class ApprovalPrompts:
     def ask(self, question: Question) -> Answer:
         """Asked by the command policy before a command runs: once, always or deny."""
         with self.view.paused():
-            who = self.view.asking
-            self.view.message(f"{who.capitalize()} asks: run `{question.shown}`?" if who
-                              else f"Run `{question.shown}`?")
+            self.view.message(command_question(question.shown, self.view.asking))
             if question.found:
-                self.view.message("Needs approval every time: " + "; ".join(question.found)
-                                  + ".", "warning")
+                self.view.message(found_line(question.found), "warning")
             programs = ", ".join(question.programs)
             return self._choose((programs,) if programs else ())[0]
 
@@ -60,40 +62,24 @@ class ApprovalPrompts:
         with self.view.paused():
             if detail:
                 self.view.approval_diff(detail)
-            who = self.view.asking
-            self.view.message(f"{who.capitalize()} asks: {action}?" if who else f"{action}?")
+            self.view.message(action_question(action, self.view.asking))
             answer, scope = self._choose(scopes)
             return scope if answer == "always" else answer
 
     def _choose(self, scopes: tuple[str, ...]) -> tuple[Answer, str]:
-        """Read the answer, with the scope chosen for "always" (keys a and s, one per
-        scope offered; none offered, no "always"). Only a whole answer counts (y, yes,
-        once; n, no, deny or Enter; a or always, s), in any case; anything else is
-        asked again."""
-        once: tuple[Answer, str] = ("once", "")
-        deny: tuple[Answer, str] = ("deny", "")
-        answers = {"y": once, "yes": once, "once": once, "n": deny, "no": deny, "deny": deny,
-                   "": deny}
-        answers.update((key, ("always", scope))
-                       for key, scope in zip(ALWAYS_KEYS, scopes, strict=False))
-        if scopes:
-            answers["always"] = ("always", scopes[0])
-        offers = [f"[a]lways allow {scope}" if key == "a" else f"[{key}] always allow {scope}"
-                  for key, scope in zip(ALWAYS_KEYS, scopes, strict=False)]
-        options = wrap_words(" / ".join(["[y]es once", *offers, "[n]o"]) + ": ",
-                             self.view.console.width)
-        keys = ", ".join(f"{key} (always)" for key in ALWAYS_KEYS[:len(scopes)])
+        """Read the answer, with the scope chosen for "always" (swival/render/asking.py
+        says which answers count); anything else is asked again."""
+        prompt = wrap_words(options(scopes), self.view.console.width)
         if self.input is None:
             drop_type_ahead()
         while True:
             try:
                 reply = PromptSession[str](input=self.input, output=self.output)\
-                    .prompt(options).strip().lower()
+                    .prompt(prompt)
             except EOFError:
                 return "deny", ""
             # Ctrl-C here propagates: it cancels the whole turn, like anywhere else.
-            choice = answers.get(reply)  # a whole answer: "abort" is not "always"
+            choice = read_answer(reply, scopes)
             if choice is not None:
                 return choice
-            self.view.message(f"`{reply}` is not one of the answers. Answer y (once), "
-                              f"{keys + ', ' if keys else ''}or n (no).", "warning")
+            self.view.message(not_an_answer(reply, scopes), "warning")

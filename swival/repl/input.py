@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from swival.redaction import Redactor
 from swival.state import HISTORY, STATE_DIR
 
 PROMPT = "› "
+LAST_WORD = re.compile(r"(?:\\ |\S)+$")  # the word being typed; `\ ` is an escaped space
 STYLE = Style.from_dict({
     "bottom-toolbar": "noreverse bg:#303030 #c0c0c0",
     "bottom-toolbar.warn": "bg:#303030 fg:ansiyellow bold",
@@ -53,8 +55,9 @@ def make_history(root: Path, redactor: Redactor, keep: bool) -> FileHistory | In
 
 class SlashAndPathCompleter(Completer):
     """Tab completes command names after a leading '/', their flags (and /model's model
-    names, from `models`) after the name, and otherwise the last word as a path relative
-    to the project root, an `@mention` included."""
+    names, from `models`; /help's command names) after the name, and otherwise the last
+    word as a path relative to the project root, an `@mention` included (spaces in names
+    escaped: `my\\ dir/`)."""
 
     def __init__(self, root: Path, models: Callable[[], list[str]] | None = None) -> None:
         self.paths = PathCompleter(get_paths=lambda: [str(root)], expanduser=True)
@@ -73,17 +76,23 @@ class SlashAndPathCompleter(Completer):
             name, _, rest = text[1:].partition(" ")
             word = rest.split(" ")[-1]
             names = self.models() if name == "model" and self.models is not None else []
+            if name == "help":  # /help NAME
+                names = [command.name for command in COMMANDS]
             for command in COMMANDS:
                 if command.name == name:
                     for choice in (*command.flags, *names):
                         if choice.startswith(word):
                             yield Completion(choice, start_position=-len(word))
             return
-        word = document.get_word_before_cursor(WORD=True)
+        match = LAST_WORD.search(text)
+        word = match.group(0) if match else ""
         mention = word.startswith("@")
-        word = word[1:] if mention else word
+        word = (word[1:] if mention else word).replace("\\ ", " ")
         if word or mention:
-            yield from self.paths.get_completions(Document(word, len(word)), complete_event)
+            for found in self.paths.get_completions(Document(word, len(word)), complete_event):
+                # a space in a name is escaped, so the path stays one word of the request
+                yield Completion(found.text.replace(" ", "\\ "), found.start_position,
+                                 display=found.display)
 
 
 def key_bindings() -> KeyBindings:

@@ -149,7 +149,9 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     fetch_policy = FetchPolicy(settings.fetch, yolo=settings.yolo, approvals=approvals)
     widen = subagent_tools(settings.subagent_tools)  # () widens nothing: children read only
     registry = session_registry(settings, fetch=fetch_policy.enabled)
-    mode = resolve_mode(settings.commands, settings.yolo, interactive or sys.stdin.isatty())
+    # A one-shot run asks only where a person can both see the question and answer it.
+    can_ask = interactive or (sys.stdin.isatty() and sys.stderr.isatty())
+    mode = resolve_mode(settings.commands, settings.yolo, can_ask)
     redactor = redactor_for(settings, os.environ)
     sandbox = sandbox_from_settings(settings, os.environ)
     tool_ctx = ToolContext(

@@ -1,17 +1,19 @@
 """@path mentions: files and directories a person names in a request, attached to it.
 
 `attach(text, ctx)` finds words that start with `@` (at the start of the text, or after
-whitespace, a bracket or a quote), up to the next whitespace. A word that names a file in
-the readable directories is read the way read_file reads it (the same caps, line numbers
-and secret markers); a directory is listed the way list_files lists it. Each attachment
-is a delimited block (`opening`, `body`, `closing`) to go after the person's text; the
-context engine cuts each body to the window as it would cut a tool result, and says
-what it sent. Only then does a file count as read (`Attachment.sent`): when the model
-got all of it, so the model may edit it without reading it again; a file it got part
-of must be read before it is written, as with any file. Trailing punctuation is dropped
-when the word with it names nothing ("see @app.py."). A path outside the workspace is
-refused, with read_file's reason; a word that names nothing stays plain text (an
-`@decorator`, a handle), and one that looks like a path is reported as not found.
+whitespace, a bracket or a quote), up to the next whitespace; a path with spaces is
+quoted (`@"my dir/a b.txt"`) or has them escaped (`@my\\ dir/a\\ b.txt`, as Tab writes
+it). A word that names a file in the readable directories is read the way read_file
+reads it (the same caps, line numbers and secret markers); a directory is listed the way
+list_files lists it. Each attachment is a delimited block (`opening`, `body`, `closing`)
+to go after the person's text; the context engine cuts each body to the window as it
+would cut a tool result, and says what it sent. Only then does a file count as read
+(`Attachment.sent`): when the model got all of it, so the model may edit it without
+reading it again; a file it got part of must be read before it is written, as with any
+file. Trailing punctuation is dropped when the word with it names nothing ("see
+@app.py."). A path outside the workspace is refused, with read_file's reason; a word
+that names nothing stays plain text (an `@decorator`, a handle), and one that looks like
+a path is reported as not found.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from swival.tools.read_file import ReadFile
 from swival.tools.workspace import display, resolve_read
 from swival.words import lines_of, plural
 
-MENTION = re.compile(r"(?<![^\s(\[{\"'`])@([^\s@]+)")
+# @path, @"a path with spaces" (or in single quotes), @a\ path\ with\ spaces
+MENTION = re.compile(r"(?<![^\s(\[{\"'`])@(?:\"([^\"\n]+)\"|'([^'\n]+)'|((?:\\ |[^\s@])+))")
 TRAILING = ".,;:!?)]}'\"`"
 MAX_ATTACHMENTS = 20
 
@@ -138,7 +141,8 @@ def attach(text: str, ctx: ToolContext) -> Mentions:
     attached: list[Attachment] = []
     problems: list[str] = []
     for match in MENTION.finditer(text):
-        shown, problem = _find(ctx, match.group(1))
+        quoted, single, bare = match.groups()
+        shown, problem = _find(ctx, quoted or single or bare.replace("\\ ", " "))
         if problem:
             problems.append(problem)
         if shown is None or any(a.shown == shown for a in attached):

@@ -94,14 +94,19 @@ def _resolve(ctx: ToolContext, raw: str) -> Path:
         raise ToolError(f"{raw} cannot be resolved: {exc}.") from None
 
 
+def _named(raw: str, resolved: Path) -> str:
+    """"/etc/x is" for a path given as it resolves; "../x resolves to /tmp/x, which is"
+    otherwise."""
+    return f"{raw} is" if raw == str(resolved) else f"{raw} resolves to {resolved}, which is"
+
+
 def resolve_read(ctx: ToolContext, raw: str) -> Path:
     """Resolve a path the model gave for reading; raise ToolError if it leads outside, or
     into `.swival/undo` (the unredacted copies /undo restores are never shown)."""
     resolved = _resolve(ctx, raw)
     if containing_root(ctx, resolved) is None:
         raise ToolError(
-            f"{raw} resolves to {resolved}, which is outside the workspace. "
-            f"Allowed: {describe_roots(ctx)}."
+            f"{_named(raw, resolved)} outside the workspace. Allowed: {describe_roots(ctx)}."
         )
     root = ctx.root.resolve()
     inside = [comparable(p) for p in resolved.relative_to(root).parts] if (
@@ -124,7 +129,7 @@ def resolve_write(ctx: ToolContext, raw: str) -> Path:
             "outside the workspace"
         )
         raise ToolError(
-            f"{raw} resolves to {resolved}, which is {where}; it cannot be written. "
+            f"{_named(raw, resolved)} {where}; it cannot be written. "
             f"Allowed: {describe_roots(ctx)}."
         )
     protected = protected_part(resolved.relative_to(root).parts)
