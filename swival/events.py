@@ -26,9 +26,9 @@ class ModelCallStarted:
 
 @dataclass(frozen=True)
 class ReplyRestarted:
-    """The reply being streamed was cut and is asked for again: the text deltas since the
-    last ModelCallStarted are superseded (the REPL shows them as such). `reason` is for a
-    person."""
+    """The reply being streamed failed or was cut and is asked for again: the text deltas
+    since the last ModelCallStarted, if any, are superseded (the REPL shows them as such).
+    `reason` is for a person."""
 
     reason: str
 

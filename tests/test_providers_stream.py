@@ -70,7 +70,7 @@ def run(provider: Provider, request: ChatRequest) -> tuple[list[str], Completion
     for item in provider.stream(request):
         if isinstance(item, TextChunk):
             chunks.append(item.text)
-        else:
+        elif isinstance(item, Completion):
             return chunks, item
     raise AssertionError("no completion")
 
@@ -179,8 +179,16 @@ def test_length_stop_at_the_window(fake_server: Make) -> None:
 def test_429_and_500_are_retried(fake_server: Make) -> None:
     server = fake_server(kind="llamacpp")
     server.script(error(429, "slow down"), error(503, "loading model"), text("ok"))
-    _, done = run(provider_for(server), ask())
-    assert done.message.content == "ok" and len(server.requests) == 3
+    items = list(provider_for(server).stream(ask()))
+    done = items[-1]
+    assert isinstance(done, Completion) and done.message.content == "ok"
+    assert len(server.requests) == 3
+    # each wait is said, so a retry never passes in silence
+    reasons = [item.reason for item in items if isinstance(item, Restart)]
+    assert len(reasons) == 2
+    assert re.fullmatch(r"No reply yet: rate limited \(HTTP 429\), retrying in \d+\.\d s "
+                        r"\(attempt 2 of 3\)\.", reasons[0]), reasons[0]
+    assert reasons[1].startswith("No reply yet: server error (HTTP 503), retrying in ")
 
 
 def test_persistent_500_gives_a_clear_error(fake_server: Make) -> None:

@@ -294,3 +294,19 @@ def test_progress_printer_stays_quiet_except_for_errors() -> None:
     printer.handle(ToolFinished(call, ToolResult("x"), 0))
     printer.handle(Notice("boom", "error"))
     assert buf.getvalue().strip() == "boom"
+
+
+def test_a_retry_before_any_text_is_said_without_striking_anything() -> None:
+    con, buf = console(color=False)
+    view = TurnView(con, status(), clock=FakeClock())
+    view.start_turn()
+    for event in (ModelCallStarted(100, 10_000),
+                  ReplyRestarted("No reply yet: server error (HTTP 503), retrying in 1.0 s "
+                                 "(attempt 2 of 4)."),
+                  TextDelta("The answer."), ModelCallFinished(Usage(100, 4), 100),
+                  TurnFinished("The answer.", "done", 1, 0, Usage(100, 4))):
+        view.handle(event)
+    out = buf.getvalue()
+    assert "↻ No reply yet: server error (HTTP 503), retrying in 1.0 s (attempt 2 of 4)." in out
+    assert "superseded" not in out
+

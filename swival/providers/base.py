@@ -84,9 +84,9 @@ class Completion:
 
 @dataclass(frozen=True)
 class Restart:
-    """The reply was cut after some of its text had been yielded, and is being asked for
-    again: the text chunks yielded before this item are void. `reason` says what happened,
-    for a person."""
+    """The reply failed and is being asked for again (after a wait the reason gives): the
+    text chunks yielded before this item, if any, are void. `reason` says what happened,
+    for a person, so a retry never passes in silence."""
 
     reason: str
 

@@ -166,9 +166,9 @@ class StreamingProvider:
                 if attempt == self.policy.retries:
                     break
                 wait = self.policy.wait(attempt, exc.retry_after)
-                if yielded:
-                    yield Restart(f"The reply was cut: {exc}, retrying in {wait:.1f} s "
-                                  f"(attempt {attempt + 2} of {self.policy.retries + 1}).")
+                what = "The reply was cut" if yielded else "No reply yet"
+                yield Restart(f"{what}: {exc}, retrying in {wait:.1f} s "
+                              f"(attempt {attempt + 2} of {self.policy.retries + 1}).")
             time.sleep(wait)
         assert last is not None  # every attempt failed, so the loop saw at least one
         said = f' Details: "{last.detail.rstrip(". ")}".' if last.detail else ""

@@ -313,10 +313,11 @@ class TurnView:
         say why, and wait for the new reply."""
         partial = "".join(self._buffer).strip()
         self._buffer.clear()
+        said = screen_text(event.reason)
         if partial:
             self._print(Text(partial, style="dim strike"))
-        self._print(Text(f"↻ {screen_text(event.reason)} The text above is superseded.",
-                         style="yellow"))
+            said += " The text above is superseded."
+        self._print(Text(f"↻ {said}", style="yellow"))
         self._waiting("thinking")
 
     def _flush_text(self) -> None:
