@@ -118,7 +118,30 @@ def test_a_type_list_in_a_servers_schema_is_checked_not_a_crash(
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert seen == ["hi [a]", "hi [None]",
-                    "error: mcp__nullable__note: argument `tag` must be of type string, got int."]
+                    "error: mcp__nullable__note: argument `tag` must be of type string (text "
+                    'in double quotes, e.g. "abc"), got integer 3.']
+
+
+def test_numbers_and_booleans_sent_as_strings_are_taken_when_unambiguous(
+        fake_server: Any, project: Path) -> None:
+    """Small models quote numbers and booleans: "2" for an integer is taken as 2, for an
+    MCP tool and for Swival's own (read_file's offset, grep's case_insensitive); what is
+    truly wrong is refused with the type to send."""
+    write_global(project, table("basic", "basic", trust="true"))
+    (project / "notes.txt").write_text("one\ntwo\nthree\nTHREE\n", encoding="utf-8")
+    seen: list[str] = []
+    server = fake_server(kind="llamacpp", window=8192).script(
+        tool("mcp__basic__add", a="2", b=" 3"),
+        tool("read_file", file_path="notes.txt", offset="3", limit="1.0"),
+        tool("grep", pattern="three", path="notes.txt", case_insensitive="True"),
+        tool("mcp__basic__add", a="two", b=3), answering(seen, "done"))
+    result = run_swival(server, project, "-p", "add")
+    assert result.returncode == 0, result.stderr
+    assert seen[0] == "5"
+    assert "three" in seen[1] and "two" not in seen[1] and "THREE" not in seen[1]
+    assert "three" in seen[2] and "THREE" in seen[2]
+    assert seen[3] == ("error: mcp__basic__add: argument `a` must be of type integer (a whole "
+                       'number without quotes, e.g. 10), got string "two".')
 
 
 @pytest.mark.parametrize("flags", [(), ("--yolo",)])

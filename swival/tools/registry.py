@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -47,22 +49,72 @@ def _declared(spec: Any) -> list[str] | None:
     return names
 
 
+_WHOLE = re.compile(r"[+-]?\d+")
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+# What each JSON type looks like, for the model told it sent the wrong one.
+_LOOKS = {
+    "string": 'text in double quotes, e.g. "abc"',
+    "integer": "a whole number without quotes, e.g. 10",
+    "number": "a number without quotes, e.g. 2.5",
+    "boolean": "true or false, without quotes",
+    "array": 'a JSON list, e.g. ["a", "b"]',
+    "object": 'a JSON object, e.g. {"key": "value"}',
+}
+_JSON_NAME = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
+              dict: "object"}
+
+
+def _coerced(value: Any, declared: list[str]) -> Any:
+    """`value` as the declared type when the way it was sent leaves no doubt: "10" or
+    10.0 for an integer, "2.5" for a number, "true"/"false" for a boolean, a string of
+    JSON for an object or array. Anything else (and any string where a string is also
+    allowed) comes back as it was, for check_arguments to judge."""
+    if isinstance(value, float) and "integer" in declared and "number" not in declared:
+        return int(value) if value.is_integer() else value
+    if not isinstance(value, str) or "string" in declared:
+        return value
+    text = value.strip()
+    if "boolean" in declared and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if ("integer" in declared or "number" in declared) and _DECIMAL.fullmatch(text):
+        if _WHOLE.fullmatch(text):
+            return int(text)
+        number = float(text)
+        if not math.isfinite(number):
+            return value
+        if "number" in declared:
+            return number
+        return int(number) if number.is_integer() else value
+    if declared in (["object"], ["array"]):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return parsed if isinstance(parsed, _JSON_TYPES[declared[0]]) else value
+    return value
+
+
 def decoded(schema: Mapping[str, Any], args: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`args` with an object or array argument that came as a string of JSON (small models
-    often encode one twice, e.g. mcp_call's `arguments`) decoded, when it decodes to the
-    declared type; anything else is left for check_arguments to report."""
+    """`args` with each value sent in a form small models often use for its declared
+    type (a number or boolean in a string, an object or array encoded twice, e.g.
+    mcp_call's `arguments`) turned into that type where that is unambiguous (_coerced);
+    anything else is left for check_arguments to report."""
     props = _properties(schema)
     out = dict(args)
     for name, value in args.items():
         declared = _declared(props.get(name))
-        if isinstance(value, str) and declared in (["object"], ["array"]):
-            try:
-                parsed = json.loads(value)
-            except ValueError:
-                continue
-            if isinstance(parsed, _JSON_TYPES[declared[0]]):
-                out[name] = parsed
+        if declared is not None and value is not None:
+            out[name] = _coerced(value, declared)
     return out
+
+
+def _wrong_type(name: str, value: Any, declared: list[str]) -> str:
+    """What the model is told about an argument of the wrong type: what to send."""
+    sent = json.dumps(value, ensure_ascii=False)
+    shown = sent if len(sent) <= 40 else sent[:39] + "…"
+    looks = "; or ".join(_LOOKS[d] for d in declared)
+    return (f"argument `{name}` must be of type {' or '.join(declared)} ({looks}), got "
+            f"{_JSON_NAME.get(type(value), type(value).__name__)} {shown}")
 
 
 def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
@@ -83,8 +135,7 @@ def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str |
             pass
         elif (not isinstance(value, tuple(t for d in declared for t in _JSON_TYPES[d]))
               or (isinstance(value, bool) and "boolean" not in declared)):
-            return (f"argument `{name}` must be of type {' or '.join(declared)}, got "
-                    f"{type(value).__name__}")
+            return _wrong_type(name, value, declared)
         choices = spec.get("enum")
         if value is not None and choices and value not in choices:
             return f"argument `{name}` must be one of {', '.join(map(str, choices))}"
