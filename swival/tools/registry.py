@@ -159,8 +159,18 @@ class ToolRegistry:
         """The tools offered now."""
         return [name for name, tool in self._tools.items() if self._offered(tool)]
 
+    @property
+    def every_name(self) -> list[str]:
+        """Every tool held, offered now or not (plan mode offers only some)."""
+        return list(self._tools)
+
     def _offered(self, tool: Tool) -> bool:
-        return tool.read_only or not self.read_only
+        return self._changes_nothing(tool) or not self.read_only
+
+    def _changes_nothing(self, tool: Tool) -> bool:
+        """Read-only by nature, or (`follows_mode`: the task tool, whose subagents get
+        only the tools offered now) because this session is read-only now."""
+        return tool.read_only or (self.read_only and getattr(tool, "follows_mode", False))
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -171,7 +181,7 @@ class ToolRegistry:
 
     def is_read_only(self, name: str) -> bool:
         tool = self._tools.get(name)
-        return bool(tool and tool.read_only)
+        return tool is not None and self._changes_nothing(tool)
 
     def reset(self) -> None:
         self._recent.clear()
