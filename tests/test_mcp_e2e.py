@@ -217,3 +217,31 @@ def test_secrets_in_env_and_headers_are_written_nowhere(
                     and ".xdg" not in p.parts]
     for secret in (ENV_SECRET, HEADER_SECRET):
         assert not any(secret in text for text in written), secret
+
+
+def test_one_shot_failures_say_what_to_do_without_repl_commands(
+        fake_server: Any, project: Path) -> None:
+    """A server that does not start, a call that hangs past the server's `timeout`, and a
+    server that dies mid-call: each is told in words that fit a one-shot run (no /mcp
+    restart, which only the REPL has), the hang names the key to change, and the run goes
+    on to its answer."""
+    write_global(project, table("basic", "basic", trust="true", timeout="1.5"),
+                 table("junk", "garbage", startup_timeout="3"))
+    seen: list[str] = []
+    server = fake_server(kind="llamacpp", window=8192).script(
+        tool("mcp__basic__hang"), tool("mcp__basic__dies"), tool("mcp__basic__add", a=1, b=2),
+        answering(seen, "Done without it."))
+    result = run_swival(server, project, "-p", "go")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Done without it."
+    assert "/mcp" not in result.stderr and not any("/mcp" in said for said in seen)
+    assert ("MCP server junk did not start" in result.stderr and "Continuing without its "
+            "tools; `swival --doctor` checks it; the next run starts it again." in result.stderr)
+    assert ("mcp__basic__hang — no answer from basic within 1.5 s, cancelled (its `timeout` "
+            "under [mcp_servers.basic] sets the limit)") in result.stderr
+    assert seen[0].startswith("error: MCP server basic did not answer hang within 1.5 s")
+    assert seen[1].startswith("error: MCP server basic stopped: it exited or closed the "
+                              "connection. Its tools cannot be used for the rest of this run")
+    assert "dying on purpose" in seen[1]
+    assert seen[2] == ("error: MCP server basic is down; its tools cannot be used for the rest "
+                       "of this run; continue without them.")

@@ -115,7 +115,8 @@ def test_read_only_offers_and_budgets_only_the_hinted_tools(
     assert results[2].is_error and results[2].content.startswith(
         "error: search_collection_05 of mixed is not available in plan mode: the server does "
         "not mark it read-only (readOnlyHint)")
-    assert "leave plan mode with /plan" in results[2].content
+    assert "leave plan mode (/plan in the REPL; a new run without --read-only)" \
+        in results[2].content
     assert results[2].meta["summary"] == ("not available in plan mode: the server does not "
                                           "mark it read-only")
     assert results[3].content == "5"

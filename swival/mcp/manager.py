@@ -182,8 +182,8 @@ class McpTools:
             more += "" if not last or last.endswith((".", "!", "?")) else "."
             notes.append(self._redact(
                 f"MCP server {name} {'did not start' if conn.state == 'failed' else 'is down'}"
-                f": {conn.error}.{more} Continuing without its tools; /mcp restart {name} "
-                "tries again."))
+                f": {conn.error}.{more} Continuing without its tools; "
+                f"{self.access.retry(name)}."))
         return notes
 
     def _redact(self, text: str) -> str:

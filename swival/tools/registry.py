@@ -215,7 +215,8 @@ class ToolRegistry:
             return ToolResult(
                 f"error: {call.name} is not available: this session is read-only (plan mode), "
                 f"so only these tools run: {', '.join(self.names)}. Describe the change you "
-                "would make instead; the user can leave plan mode with /plan.", is_error=True,
+                "would make instead; the user can leave plan mode (/plan in the REPL; a new run "
+                "without --read-only).", is_error=True,
                 meta={"refused": True, "summary": "not run: plan mode (read-only tools only)"})
         if call.arguments_error:
             return ToolResult(f"error: {call.arguments_error}", is_error=True)
