@@ -130,6 +130,16 @@ def test_pages_without_text_say_so(tmp_path: Path, web: WebServer) -> None:
     assert "[the body is empty]" in fetch(ctx, web.url("/empty")).content
 
 
+def test_an_html_fragment_gives_its_text_and_a_lying_content_type_is_caught(
+        tmp_path: Path, web: WebServer) -> None:
+    ctx = local(tmp_path, web)
+    fragment = fetch(ctx, web.url("/fragment"))
+    assert not fragment.is_error and "Build 42 passed" in fragment.content
+    assert "JavaScript" not in fragment.content
+    lying = fetch(ctx, web.url("/png-as-html"))
+    assert lying.is_error and "is not text (text/html, but the data is binary)" in lying.content
+
+
 # -- size and time limits -----------------------------------------------------------------
 
 def test_a_20_mb_body_stops_at_5_mb_and_the_text_is_capped_and_saved(tmp_path: Path,
@@ -270,6 +280,16 @@ def test_a_redirect_from_an_allowed_host_to_a_private_address_is_refused(
     assert "reached through a redirect from http://docs.test/redirect" in result.content
     assert web.paths == [f"/redirect?to={to}"] and "SECRET" not in result.content
     assert network.connected == [(PUBLIC, 80)]
+
+
+@pytest.mark.parametrize("to", ["file:///etc/passwd", "ftp://docs.test/x"])
+def test_a_redirect_to_a_url_that_is_not_http_is_refused_as_written(
+        tmp_path: Path, web: WebServer, to: str) -> None:
+    result = fetch(local(tmp_path, web), web.url(f"/redirect?to={to}"))
+    assert result.is_error and result.meta.get("refused")
+    assert (f"redirects to {to}, which is not an http(s) URL; only those are fetched"
+            in result.content), result.content
+    assert result.meta["summary"] == f"not fetched: it redirects to a {to[:to.index(':')]} URL"
 
 
 def test_redirects_are_followed_up_to_five(tmp_path: Path, web: WebServer) -> None:

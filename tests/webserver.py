@@ -24,6 +24,8 @@ Pages (GET):
     /stall          headers, then nothing for up to 20 s
     /silent         not even headers, for up to 20 s
     /secret         what request forgery would steal: SECRET-VALUE
+    /fragment       an HTML fragment (no <html>, <body>), as partial-update endpoints send
+    /png-as-html    a PNG sent as text/html
     /redirect?to=URL[&code=N]   a redirect to URL
     /chain/N        N redirects in a row, ending at /article
 
@@ -120,6 +122,8 @@ STATIC: dict[str, tuple[str, bytes]] = {
     "/octet": ("application/octet-stream", PNG),
     "/octet-text": ("application/octet-stream", b"plain words in an untyped body\n"),
     "/secret": ("text/plain", b"SECRET-VALUE\n"),
+    "/fragment": ("text/html", b"<p>Build 42 passed</p>"),  # trafilatura finds nothing
+    "/png-as-html": ("text/html", PNG),  # a content type that lies
 }
 
 

@@ -14,6 +14,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
+from html.parser import HTMLParser
 
 from swival.tools.output import looks_binary
 
@@ -121,7 +122,37 @@ def html_to_markdown(page: str, url: str) -> str:
         include_formatting=True, include_images=False, include_comments=False,
         favor_recall=True,
     )
-    return text or trafilatura.html2txt(page) or ""
+    return text or trafilatura.html2txt(page) or _fragment_text(page)
+
+
+class _Text(HTMLParser):
+    """The text of an HTML fragment, without scripts, styles, templates and title."""
+
+    SKIPPED = frozenset({"script", "style", "noscript", "template", "title"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: object) -> None:
+        self._skipping += tag in self.SKIPPED
+
+    def handle_endtag(self, tag: str) -> None:
+        self._skipping -= tag in self.SKIPPED and self._skipping > 0
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipping and data.strip():
+            self.parts.append(" ".join(data.split()))
+
+
+def _fragment_text(page: str) -> str:
+    """The words of what trafilatura finds nothing in: a fragment such as `<p>hi</p>`,
+    which servers send for partial page updates; "" when there are none."""
+    parser = _Text()
+    parser.feed(page)
+    parser.close()
+    return "\n".join(parser.parts)
 
 
 def page_title(page: str) -> str:
