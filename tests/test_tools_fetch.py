@@ -7,6 +7,7 @@ seen)."""
 from __future__ import annotations
 
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,36 @@ def test_a_20_mb_body_stops_at_5_mb_and_the_text_is_capped_and_saved(tmp_path: P
     assert f'read_file file_path="{saved}" offset=' in result.content
     whole = (tmp_path / saved).read_text()
     assert whole.count("x" * 1023 + "\n") == 5 * 1024 and whole.startswith(result.content[:200])
+
+
+def test_a_gzip_bomb_is_decompressed_only_up_to_the_limit(tmp_path: Path,
+                                                         web: WebServer) -> None:
+    """64 MB in a 60 KB gzip body: decompression stops at the limit (1 MB here), so the
+    memory taken stays near it instead of the 64 MB one network read would expand to."""
+    limits = FetchLimits(max_bytes=1024 * 1024)
+    fetch(local(tmp_path, web), web.url("/gzip"), limits)  # the client's own set-up
+    tracemalloc.start()
+    try:
+        result = fetch(local(tmp_path, web), web.url("/bomb"), limits)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not result.is_error
+    assert result.meta["summary"] == ("HTTP 200, 1048576 bytes; the download stopped at the "
+                                      "1 MB limit")
+    assert peak < 12 * 1024 * 1024, peak
+
+
+@pytest.mark.parametrize(("page", "said"), [
+    ("/deflate", "zlib-wrapped MARKER-ONE"), ("/raw-deflate", "raw MARKER-ONE"),
+    ("/two-members", "first MARKER-ONE\nsecond"),
+    ("/corrupt-gzip", "fetch failed: the body's gzip data is corrupt"),
+    ("/brotli", "fetch failed: the body is encoded as 'br', which fetch_url cannot decode"),
+])
+def test_encoded_bodies_are_decoded_or_clearly_refused(tmp_path: Path, web: WebServer,
+                                                       page: str, said: str) -> None:
+    result = fetch(local(tmp_path, web), web.url(page))
+    assert said in result.content and result.is_error == said.startswith("fetch failed")
 
 
 def test_max_chars_cuts_at_a_line_and_read_file_continues_where_it_stopped(

@@ -17,6 +17,8 @@ Pages (GET):
     /meta-cp1251    windows-1251, declared only in a <meta> tag
     /sniff-cp1251   windows-1251, declared nowhere (the charset must be detected)
     /gzip           the article, gzip-encoded
+    /bomb           64 MB of text sent as a gzip body of about 60 KB
+    /deflate, /raw-deflate, /two-members, /corrupt-gzip, /brotli   encoded bodies
     /image          a PNG;  /octet  untyped binary;  /octet-text  untyped text
     /404, /500      error pages
     /big            20 MB of text
@@ -35,11 +37,13 @@ Every handler stops by itself and when the client hangs up.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import json
 import socket
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -97,7 +101,17 @@ RUSSIAN = ("Съешь же ещё этих мягких французских 
            "южных губерний даст мощный толчок подъёму сельского хозяйства. ") * 4
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8
 BIG_BYTES = 20 * 1024 * 1024
+BOMB_BYTES = 64 * 1024 * 1024
 LIMIT_SECONDS = 20.0
+_RAW_DEFLATE = zlib.compressobj(9, zlib.DEFLATED, -15)
+# Bodies sent with a Content-Encoding: (encoding, body).
+ENCODED: dict[str, tuple[str, bytes]] = {
+    "/deflate": ("deflate", zlib.compress(b"zlib-wrapped MARKER-ONE\n")),
+    "/raw-deflate": ("deflate", _RAW_DEFLATE.compress(b"raw MARKER-ONE\n") + _RAW_DEFLATE.flush()),
+    "/two-members": ("gzip", gzip.compress(b"first MARKER-ONE\n") + gzip.compress(b"second\n")),
+    "/corrupt-gzip": ("gzip", b"\x1f\x8b\x08\x00 not really gzip"),
+    "/brotli": ("br", b"\x0b\x02\x80MARKER-ONE\x03"),
+}
 
 STATIC: dict[str, tuple[str, bytes]] = {
     "/article": ("text/html; charset=utf-8", ARTICLE_PAGE.encode()),
@@ -167,6 +181,11 @@ def _handler(server: WebServer) -> type[BaseHTTPRequestHandler]:
         def _route(self, path: str, query: dict[str, list[str]]) -> None:
             if path in STATIC:
                 self._send(200, *STATIC[path])
+            elif path in ENCODED:
+                encoding, body = ENCODED[path]
+                self._send(200, "text/plain", body, {"Content-Encoding": encoding})
+            elif path == "/bomb":
+                self._send(200, "text/plain", _bomb(), {"Content-Encoding": "gzip"})
             elif path == "/gzip":
                 self._send(200, "text/html", gzip.compress(ARTICLE_PAGE.encode()),
                            {"Content-Encoding": "gzip"})
@@ -223,6 +242,15 @@ def _handler(server: WebServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
     return Handler
+
+
+@functools.cache
+def _bomb() -> bytes:
+    """BOMB_BYTES of text as a gzip body of about 60 KB."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = b"a" * (1 << 20)
+    return b"".join([*(packer.compress(block) for _ in range(BOMB_BYTES >> 20)),
+                     packer.flush()])
 
 
 def _hold(conn: socket.socket) -> None:

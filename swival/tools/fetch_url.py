@@ -190,12 +190,12 @@ def _follow(client: httpx.Client, url: str, policy: Any,
 def _read(response: httpx.Response, limits: FetchLimits,
           deadline: float) -> tuple[bytes, str | None]:
     """The body, up to the size and time limits, and why it stopped early (or None)."""
-    from swival.tools.fetch_net import FetchFailed
+    from swival.tools.fetch_net import FetchFailed, body_chunks
 
     body = bytearray()
     stopped = None
     try:
-        for chunk in response.iter_bytes():
+        for chunk in body_chunks(response, limits.max_bytes):
             body += chunk
             if len(body) >= limits.max_bytes:
                 stopped = f"the download stopped at the {limits.max_bytes // MB} MB limit"
