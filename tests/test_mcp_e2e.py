@@ -100,8 +100,8 @@ def test_a_server_writing_text_that_is_not_mcp_shows_no_traceback(
     assert result.returncode == 0, result.stderr
     assert seen == ["5"]
     assert "Traceback" not in result.stderr and "JSONRPC" not in result.stderr
-    assert ('MCP server junk did not start: did not start within 8 s; it wrote text that '
-            'is not MCP on its stdout ("Unknown command, type help for help")'
+    assert ("MCP server junk did not start: did not start within 8 s (startup_timeout); it "
+            'wrote text that is not MCP on its stdout ("Unknown command, type help for help")'
             in result.stderr)
 
 

@@ -148,7 +148,7 @@ def test_a_server_slow_to_start_is_left_out_after_its_timeout(
     events = turn(session, "hello")
     assert time.monotonic() - began < 12
     notices = [e.text for e in events if isinstance(e, Notice)]
-    assert any("MCP server late did not start: did not start within 2 s" in n and
+    assert any("MCP server late did not start: did not start within 2 s (startup_timeout)" in n and
                "the next run starts it again" in n for n in notices), notices  # one-shot
     assert not any(name.startswith("mcp__") for name in tool_names(provider.requests[0]))
     provider.add(reply("Again."))
