@@ -139,6 +139,9 @@ def test_an_html_fragment_gives_its_text_and_a_lying_content_type_is_caught(
     assert "JavaScript" not in fragment.content
     lying = fetch(ctx, web.url("/png-as-html"))
     assert lying.is_error and "is not text (text/html, but the data is binary)" in lying.content
+    page = fetch(ctx, web.url("/html-as-json"))
+    assert "application/json as Markdown from HTML (not JSON)" in page.content
+    assert "MARKER-ONE" in page.content and "BOILERPLATE-NAV" not in page.content
 
 
 # -- size and time limits -----------------------------------------------------------------

@@ -28,6 +28,7 @@ Pages (GET):
     /secret         what request forgery would steal: SECRET-VALUE
     /fragment       an HTML fragment (no <html>, <body>), as partial-update endpoints send
     /png-as-html    a PNG sent as text/html
+    /html-as-json   the article sent as application/json
     /redirect?to=URL[&code=N]   a redirect to URL
     /chain/N        N redirects in a row, ending at /article
 
@@ -138,6 +139,7 @@ STATIC: dict[str, tuple[str, bytes]] = {
     "/secret": ("text/plain", b"SECRET-VALUE\n"),
     "/fragment": ("text/html", b"<p>Build 42 passed</p>"),  # trafilatura finds nothing
     "/png-as-html": ("text/html", PNG),  # a content type that lies
+    "/html-as-json": ("application/json", ARTICLE_PAGE.encode()),  # another one
 }
 
 

@@ -55,8 +55,7 @@ def kind_of(content_type: str, raw: bytes) -> str:
     if media in UNTYPED:
         if looks_binary(raw):
             raise NotText(media or "no content type, binary data")
-        start = raw[:512].lstrip().lower()
-        return "html" if start.startswith((b"<!doctype html", b"<html")) else "text"
+        return "html" if _looks_html(raw) else "text"
     if media in HTML_TYPES:
         kind = "html"
     elif media == "application/json" or media.endswith("+json"):
@@ -68,6 +67,10 @@ def kind_of(content_type: str, raw: bytes) -> str:
     if looks_binary(raw):
         raise NotText(f"{media}, but the data is binary")
     return kind
+
+
+def _looks_html(raw: bytes) -> bool:
+    return raw[:512].lstrip().lower().startswith((b"<!doctype html", b"<html"))
 
 
 def declared_charset(content_type: str, raw: bytes, kind: str) -> str | None:
@@ -170,6 +173,9 @@ def convert(raw: bytes, content_type: str, url: str) -> Page:
         try:
             value = json.loads(text)
         except ValueError:
+            if _looks_html(raw):  # an HTML page (a login or error page) sent as JSON
+                return Page(html_to_markdown(text, url), "Markdown from HTML (not JSON)",
+                            page_title(text))
             return Page(text, "text (not valid JSON)")
         return Page(json.dumps(value, indent=1, ensure_ascii=False), "JSON")
     return Page(text, "text")
