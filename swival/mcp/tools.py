@@ -192,6 +192,15 @@ def not_read_only(server: str, tool: str, limit: str) -> tuple[str, str]:
             f"not available {where}: the server does not mark it read-only")
 
 
+def through_gateway(server: str, tool: str) -> tuple[str, str]:
+    """What a call by its own name to a tool of a held-back server gets (it is not in the
+    tool list, but the model may have seen the name): words for the model, the person."""
+    return (f"error: {server}'s tools are not in your tool list; reach this one through "
+            f'mcp_call with server="{server}", tool="{tool}" and its arguments (mcp_list '
+            f"server={server} tool={tool} shows them).",
+            f"not run: {server}'s tools are reached through mcp_call")
+
+
 @dataclass(frozen=True)
 class Held:
     """The held-back servers' tools that mcp_list and mcp_call offer, per server, and,
