@@ -102,6 +102,17 @@ def test_what_is_not_unambiguous_is_left_as_sent(declared: Any, sent: Any) -> No
     assert decoded(schema, {"v": sent}) == {"v": sent}
 
 
+def test_an_enum_choice_in_other_case_is_taken_when_only_one_matches() -> None:
+    schema = {"type": "object", "properties": {
+        "mode": {"type": "string", "enum": ["loud", "quiet"]},
+        "odd": {"type": "string", "enum": ["a", "A"]}}}
+    assert decoded(schema, {"mode": " Loud"}) == {"mode": "loud"}
+    assert decoded(schema, {"odd": "a"}) == {"odd": "a"}
+    assert decoded(schema, {"odd": " a "}) == {"odd": " a "}  # "a" or "A": left as sent
+    assert "must be one of a, A" in (check_arguments(schema, {"odd": " a "}) or "")
+    assert decoded(schema, {"mode": "lou"}) == {"mode": "lou"}
+
+
 def test_schemas_as_mcp_servers_write_them_are_checked_without_a_crash() -> None:
     schema = {"type": "object", "properties": {"tag": {"type": ["string", "null"]},
                                                "n": {"type": ["integer", "null"]},

@@ -97,14 +97,22 @@ def _coerced(value: Any, declared: list[str]) -> Any:
 def decoded(schema: Mapping[str, Any], args: Mapping[str, Any]) -> Mapping[str, Any]:
     """`args` with each value sent in a form small models often use for its declared
     type (a number or boolean in a string, an object or array encoded twice, e.g.
-    mcp_call's `arguments`) turned into that type where that is unambiguous (_coerced);
+    mcp_call's `arguments`) turned into that type where that is unambiguous (_coerced),
+    and a choice of an enum sent in other case or with spaces taken as that choice;
     anything else is left for check_arguments to report."""
     props = _properties(schema)
     out = dict(args)
     for name, value in args.items():
-        declared = _declared(props.get(name))
+        spec = props.get(name)
+        declared = _declared(spec)
         if declared is not None and value is not None:
-            out[name] = _coerced(value, declared)
+            out[name] = value = _coerced(value, declared)
+        choices = spec.get("enum") if isinstance(spec, Mapping) else None
+        if isinstance(value, str) and isinstance(choices, list) and value not in choices:
+            # "Restore" or " restore" for "restore": the one choice it can mean
+            near = [c for c in choices if isinstance(c, str)
+                    and c.casefold() == value.strip().casefold()]
+            out[name] = near[0] if len(near) == 1 else value
     return out
 
 
@@ -138,7 +146,8 @@ def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str |
             return _wrong_type(name, value, declared)
         choices = spec.get("enum")
         if value is not None and choices and value not in choices:
-            return f"argument `{name}` must be one of {', '.join(map(str, choices))}"
+            return (f"argument `{name}` must be one of {', '.join(map(str, choices))}; got "
+                    f"{json.dumps(value, ensure_ascii=False)[:40]}")
     return None
 
 
