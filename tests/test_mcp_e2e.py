@@ -245,3 +245,24 @@ def test_one_shot_failures_say_what_to_do_without_repl_commands(
     assert "dying on purpose" in seen[1]
     assert seen[2] == ("error: MCP server basic is down; its tools cannot be used for the rest "
                        "of this run; continue without them.")
+
+
+def test_stream_json_records_mcp_calls_and_their_outcome(
+        fake_server: Any, project: Path) -> None:
+    """Each MCP call is a tool_call and a tool_result record, with the exposed name (so
+    the server), the arguments as sent, and whether it worked."""
+    write_global(project, table("basic", "basic", trust="true"))
+    server = fake_server(kind="llamacpp", window=8192).script(
+        tool("mcp__basic__add", a="2", b=3), tool("mcp__basic__fail", reason="disk full"),
+        text("done"))
+    result = run_swival(server, project, "-p", "go", "--output-format", "stream-json")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    calls = [r for r in records if r["type"] in ("tool_call", "tool_result")]
+    assert [(r["type"], r["name"]) for r in calls] == [
+        ("tool_call", "mcp__basic__add"), ("tool_result", "mcp__basic__add"),
+        ("tool_call", "mcp__basic__fail"), ("tool_result", "mcp__basic__fail")]
+    assert calls[0]["arguments"] == {"a": "2", "b": 3}
+    assert calls[1]["ok"] is True and calls[1]["summary"] == "5"
+    assert calls[3]["ok"] is False and "disk full" in calls[3]["summary"]
+    assert records[-1]["type"] == "result" and records[-1]["tool_calls"] == 2
