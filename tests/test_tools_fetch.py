@@ -95,6 +95,8 @@ def test_json_is_reindented_and_bad_json_passes_through(tmp_path: Path,
     ("/latin1", "Café crème, naïve façade, déjà vu."),
     ("/meta-cp1251", "Съешь же ещё этих мягких французских булок"),
     ("/sniff-cp1251", "Широкая электрификация южных губерний"),
+    ("/latin1-said-utf8", "Le garçon a mangé une crêpe à la fête."),
+    ("/cp1251-said-utf8", "Широкая электрификация южных губерний"),
     ("/text", "line one\nline two ✓"),
     ("/octet-text", "plain words in an untyped body"),
 ])

@@ -16,6 +16,7 @@ Pages (GET):
     /latin1         ISO-8859-1, declared in the Content-Type header
     /meta-cp1251    windows-1251, declared only in a <meta> tag
     /sniff-cp1251   windows-1251, declared nowhere (the charset must be detected)
+    /latin1-said-utf8, /cp1251-said-utf8   not UTF-8, though the header says so
     /gzip           the article, gzip-encoded
     /bomb           64 MB of text sent as a gzip body of about 60 KB
     /deflate, /raw-deflate, /two-members, /corrupt-gzip, /brotli   encoded bodies
@@ -133,6 +134,11 @@ STATIC: dict[str, tuple[str, bytes]] = {
         '<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1251">'
         f"</head><body><p>{RUSSIAN}</p></body></html>").encode("cp1251")),
     "/sniff-cp1251": ("text/plain", RUSSIAN.encode("cp1251")),
+    # Pages whose header says UTF-8 (a server's default) and are not.
+    "/latin1-said-utf8": ("text/html; charset=utf-8", (
+        "<html><body><p>Café crème, naïve façade, déjà vu. Le garçon a mangé une crêpe à "
+        "la fête.</p></body></html>").encode("cp1252")),
+    "/cp1251-said-utf8": ("text/plain; charset=utf-8", RUSSIAN.encode("cp1251")),
     "/image": ("image/png", PNG),
     "/octet": ("application/octet-stream", PNG),
     "/octet-text": ("application/octet-stream", b"plain words in an untyped body\n"),

@@ -91,12 +91,14 @@ def declared_charset(content_type: str, raw: bytes, kind: str) -> str | None:
 
 def decode(raw: bytes, content_type: str, kind: str) -> str:
     """Text by the byte-order mark, the declared charset, UTF-8, or detection, in that
-    order; undecodable bytes become U+FFFD rather than failing the fetch."""
+    order; undecodable bytes become U+FFFD rather than failing the fetch. A page said
+    to be UTF-8 (or ASCII) that is not (a Latin-1 page served with the server's default
+    charset=utf-8) is detected like one that declares nothing."""
     for bom, codec in BOMS:
         if raw.startswith(bom):
             return raw.decode(codec, errors="replace")
     declared = declared_charset(content_type, raw, kind)
-    if declared:
+    if declared and declared not in ("utf-8", "ascii"):
         return raw.decode(declared, errors="replace")
     try:
         return raw.decode("utf-8")
@@ -105,7 +107,13 @@ def decode(raw: bytes, content_type: str, kind: str) -> str:
             return raw[: exc.start].decode("utf-8")
     from charset_normalizer import from_bytes
 
-    best = from_bytes(raw).best()
+    found = from_bytes(raw)
+    best = found.best()
+    # On short Western text the detector's first guess is often another Latin code page
+    # (cp1257 for French); like browsers, prefer windows-1252 when it reads as cleanly.
+    western = next((match for match in found if match.encoding == "cp1252"), None)
+    if best is not None and western is not None and western.chaos <= best.chaos + 0.1:
+        best = western
     return str(best) if best is not None else raw.decode("utf-8", errors="replace")
 
 
