@@ -96,10 +96,10 @@ class Subagents:
         read_only = self.widen == () or parent.tools.read_only  # plan mode: children too
         registry = ToolRegistry(
             tools,
-            withheld={
-                name: withheld(name, given, read_only)
-                for name in parent.tools.every_name
-                if name not in given
+            withheld={  # what the parent is told about a name, the child is told too
+                **parent.tools.withheld,
+                **{name: withheld(name, given, read_only)
+                   for name in parent.tools.every_name if name not in given},
             },
         )
         context = self._context(registry)

@@ -173,6 +173,11 @@ class ToolRegistry:
         """Every tool held, offered now or not (plan mode offers only some)."""
         return list(self._tools)
 
+    @property
+    def withheld(self) -> dict[str, tuple[str, str]]:
+        """The names not given, with what a call to one gets (model, person)."""
+        return dict(self._withheld)
+
     def _offered(self, tool: Tool) -> bool:
         return self._changes_nothing(tool) or not self.read_only
 
