@@ -194,6 +194,7 @@ def test_encoded_bodies_are_decoded_or_clearly_refused(tmp_path: Path, web: WebS
                                                        page: str, said: str) -> None:
     result = fetch(local(tmp_path, web), web.url(page))
     assert said in result.content and result.is_error == said.startswith("fetch failed")
+    assert "incomplete" not in result.content
 
 
 def test_max_chars_cuts_at_a_line_and_read_file_continues_where_it_stopped(

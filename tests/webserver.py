@@ -110,7 +110,8 @@ _RAW_DEFLATE = zlib.compressobj(9, zlib.DEFLATED, -15)
 ENCODED: dict[str, tuple[str, bytes]] = {
     "/deflate": ("deflate", zlib.compress(b"zlib-wrapped MARKER-ONE\n")),
     "/raw-deflate": ("deflate", _RAW_DEFLATE.compress(b"raw MARKER-ONE\n") + _RAW_DEFLATE.flush()),
-    "/two-members": ("gzip", gzip.compress(b"first MARKER-ONE\n") + gzip.compress(b"second\n")),
+    "/two-members": ("gzip", gzip.compress(b"first MARKER-ONE\n") + gzip.compress(b"second\n")
+                     + b"\0" * 16),  # and padding after them
     "/corrupt-gzip": ("gzip", b"\x1f\x8b\x08\x00 not really gzip"),
     "/brotli": ("br", b"\x0b\x02\x80MARKER-ONE\x03"),
 }

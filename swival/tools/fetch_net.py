@@ -215,11 +215,14 @@ def body_chunks(response: httpx.Response, max_bytes: int) -> Iterator[bytes]:
                           "decode.")
     wbits = 31 if encoding != "deflate" else 15  # 31: gzip; 15: zlib (else raw deflate)
     inflater, started, left = zlib.decompressobj(wbits), False, max_bytes + 1
+    ended = False  # a whole member came: what follows may be padding, not more members
     for data in response.iter_raw():
         while data and left > 0:
             try:
                 piece = inflater.decompress(data, left)
             except zlib.error:
+                if ended:
+                    return
                 if encoding == "deflate" and not started:  # deflate sent without a header
                     inflater, started = zlib.decompressobj(-15), True
                     continue
@@ -228,6 +231,6 @@ def body_chunks(response: httpx.Response, max_bytes: int) -> Iterator[bytes]:
             yield piece
             data = inflater.unconsumed_tail
             if not data and inflater.eof:  # a gzip file of several members
-                data, inflater = inflater.unused_data, zlib.decompressobj(wbits)
+                data, inflater, ended = inflater.unused_data, zlib.decompressobj(wbits), True
         if left <= 0:
             return
