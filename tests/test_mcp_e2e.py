@@ -100,8 +100,8 @@ def test_a_server_writing_text_that_is_not_mcp_shows_no_traceback(
     assert result.returncode == 0, result.stderr
     assert seen == ["5"]
     assert "Traceback" not in result.stderr and "JSONRPC" not in result.stderr
-    assert ('MCP server junk did not start: did not start within 8 s; it wrote text that '
-            'is not MCP on its stdout ("Unknown command, type help for help")'
+    assert ("MCP server junk did not start: did not start within 8 s (startup_timeout); it "
+            'wrote text that is not MCP on its stdout ("Unknown command, type help for help")'
             in result.stderr)
 
 
@@ -118,7 +118,30 @@ def test_a_type_list_in_a_servers_schema_is_checked_not_a_crash(
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert seen == ["hi [a]", "hi [None]",
-                    "error: mcp__nullable__note: argument `tag` must be of type string, got int."]
+                    "error: mcp__nullable__note: argument `tag` must be of type string (text "
+                    'in double quotes, e.g. "abc"), got integer 3.']
+
+
+def test_numbers_and_booleans_sent_as_strings_are_taken_when_unambiguous(
+        fake_server: Any, project: Path) -> None:
+    """Small models quote numbers and booleans: "2" for an integer is taken as 2, for an
+    MCP tool and for Swival's own (read_file's offset, grep's case_insensitive); what is
+    truly wrong is refused with the type to send."""
+    write_global(project, table("basic", "basic", trust="true"))
+    (project / "notes.txt").write_text("one\ntwo\nthree\nTHREE\n", encoding="utf-8")
+    seen: list[str] = []
+    server = fake_server(kind="llamacpp", window=8192).script(
+        tool("mcp__basic__add", a="2", b=" 3"),
+        tool("read_file", file_path="notes.txt", offset="3", limit="1.0"),
+        tool("grep", pattern="three", path="notes.txt", case_insensitive="True"),
+        tool("mcp__basic__add", a="two", b=3), answering(seen, "done"))
+    result = run_swival(server, project, "-p", "add")
+    assert result.returncode == 0, result.stderr
+    assert seen[0] == "5"
+    assert "three" in seen[1] and "two" not in seen[1] and "THREE" not in seen[1]
+    assert "three" in seen[2] and "THREE" in seen[2]
+    assert seen[3] == ("error: mcp__basic__add: argument `a` must be of type integer (a whole "
+                       'number without quotes, e.g. 10), got string "two".')
 
 
 @pytest.mark.parametrize("flags", [(), ("--yolo",)])
@@ -194,3 +217,52 @@ def test_secrets_in_env_and_headers_are_written_nowhere(
                     and ".xdg" not in p.parts]
     for secret in (ENV_SECRET, HEADER_SECRET):
         assert not any(secret in text for text in written), secret
+
+
+def test_one_shot_failures_say_what_to_do_without_repl_commands(
+        fake_server: Any, project: Path) -> None:
+    """A server that does not start, a call that hangs past the server's `timeout`, and a
+    server that dies mid-call: each is told in words that fit a one-shot run (no /mcp
+    restart, which only the REPL has), the hang names the key to change, and the run goes
+    on to its answer."""
+    write_global(project, table("basic", "basic", trust="true", timeout="1.5"),
+                 table("junk", "garbage", startup_timeout="3"))
+    seen: list[str] = []
+    server = fake_server(kind="llamacpp", window=8192).script(
+        tool("mcp__basic__hang"), tool("mcp__basic__dies"), tool("mcp__basic__add", a=1, b=2),
+        answering(seen, "Done without it."))
+    result = run_swival(server, project, "-p", "go")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Done without it."
+    assert "/mcp" not in result.stderr and not any("/mcp" in said for said in seen)
+    assert ("MCP server junk did not start" in result.stderr and "Continuing without its "
+            "tools; `swival --doctor` checks it; the next run starts it again." in result.stderr)
+    assert ("mcp__basic__hang — no answer from basic within 1.5 s, cancelled (its `timeout` "
+            "under [mcp_servers.basic] sets the limit)") in result.stderr
+    assert seen[0].startswith("error: MCP server basic did not answer hang within 1.5 s")
+    assert seen[1].startswith("error: MCP server basic stopped: it exited or closed the "
+                              "connection. Its tools cannot be used for the rest of this run")
+    assert "dying on purpose" in seen[1]
+    assert seen[2] == ("error: MCP server basic is down; its tools cannot be used for the rest "
+                       "of this run; continue without them.")
+
+
+def test_stream_json_records_mcp_calls_and_their_outcome(
+        fake_server: Any, project: Path) -> None:
+    """Each MCP call is a tool_call and a tool_result record, with the exposed name (so
+    the server), the arguments as sent, and whether it worked."""
+    write_global(project, table("basic", "basic", trust="true"))
+    server = fake_server(kind="llamacpp", window=8192).script(
+        tool("mcp__basic__add", a="2", b=3), tool("mcp__basic__fail", reason="disk full"),
+        text("done"))
+    result = run_swival(server, project, "-p", "go", "--output-format", "stream-json")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    calls = [r for r in records if r["type"] in ("tool_call", "tool_result")]
+    assert [(r["type"], r["name"]) for r in calls] == [
+        ("tool_call", "mcp__basic__add"), ("tool_result", "mcp__basic__add"),
+        ("tool_call", "mcp__basic__fail"), ("tool_result", "mcp__basic__fail")]
+    assert calls[0]["arguments"] == {"a": "2", "b": 3}
+    assert calls[1]["ok"] is True and calls[1]["summary"] == "5"
+    assert calls[3]["ok"] is False and "disk full" in calls[3]["summary"]
+    assert records[-1]["type"] == "result" and records[-1]["tool_calls"] == 2

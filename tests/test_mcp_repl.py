@@ -93,7 +93,8 @@ def test_a_slow_server_never_holds_up_the_prompt(fake_server: Any, tmp_path: Pat
         assert to_prompt < 4, f"the prompt took {to_prompt:.1f} s: it waited for a server"
         child.send("hello\r")
         child.expect_exact("Waiting for MCP servers")
-        child.expect_exact("MCP server late did not start: did not start within 4 s")
+        child.expect_exact("MCP server late did not start: did not start within 4 s "
+                           "(startup_timeout)")
         child.expect_exact("Hello back.")
         child.expect_exact(PROMPT)
         names = [t["function"]["name"] for t in server.requests[0]["tools"]]

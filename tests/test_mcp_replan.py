@@ -115,7 +115,8 @@ def test_read_only_offers_and_budgets_only_the_hinted_tools(
     assert results[2].is_error and results[2].content.startswith(
         "error: search_collection_05 of mixed is not available in plan mode: the server does "
         "not mark it read-only (readOnlyHint)")
-    assert "leave plan mode with /plan" in results[2].content
+    assert "leave plan mode (/plan in the REPL; a new run without --read-only)" \
+        in results[2].content
     assert results[2].meta["summary"] == ("not available in plan mode: the server does not "
                                           "mark it read-only")
     assert results[3].content == "5"
@@ -143,10 +144,11 @@ def test_a_read_only_subagent_reaches_held_servers_only_through_hinted_tools(
              call("mcp_call", server="mixed", tool="search_collection_05",
                   arguments={"query": "status:open"}),
              call("mcp_call", server="mixed", tool="nothing_like_it"),
+             call("mcp__mixed__search_collection_04", query="x"),  # by its own name
              reply("Found tool 4.")]
     queues = {True: parent, False: child}
     provider = ScriptedProvider([lambda request: queues["task" in names(
-        request.tools)].pop(0)] * 7, window=8192)
+        request.tools)].pop(0)] * 8, window=8192)
     session = build_session(load_settings({}, cwd=tmp_path), provider, interactive=False)
     sessions.append(session)
     steps: list[Any] = []
@@ -164,6 +166,8 @@ def test_a_read_only_subagent_reaches_held_servers_only_through_hinted_tools(
         "error: search_collection_05 of mixed is not available to a read-only subagent")
     assert "Say in your answer which call is needed" in results[2].content
     assert results[3].is_error and "no tool 'nothing_like_it' there" in results[3].content
+    assert results[4].is_error and results[4].content.startswith(
+        "error: mixed's tools are not in your tool list; reach this one through mcp_call")
 
 
 def test_plan_toggles_replan_mcp_call_once_counted(

@@ -226,7 +226,7 @@ def test_servers_that_do_not_start_say_why(hubs: list[Hub], tmp_path: Path,
     states = {name: (conn.state, conn.error) for name, conn in hub.connections.items()}
     assert all(state == "failed" for state, _ in states.values()), states
     assert "fatal: cannot open the database" in hub.connections["crash"].stderr.text()
-    assert states["slowstart"][1] == "did not start within 2 s"
+    assert states["slowstart"][1] == "did not start within 2 s (startup_timeout)"
     assert "No such file or directory" in states["missing"][1]
     assert states["nobody"][1].startswith("cannot connect to its url (")
     # the SDK says only "Not Found" or "Server returned an error response"; the status

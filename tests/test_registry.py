@@ -4,6 +4,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from swival.messages import ToolCall, ToolResult
 from swival.tools.base import ToolContext, ToolError, ToolSpec
 from swival.tools.registry import ToolRegistry, check_arguments, decoded
@@ -56,7 +58,7 @@ def test_argument_problems_are_precise() -> None:
     assert "unknown argument: txt" in (check_arguments(schema, {"text": "a", "txt": 1}) or "")
     assert "unknown arguments: txt, tx" in (check_arguments(
         schema, {"text": "a", "txt": 1, "tx": 2}) or "")
-    assert "must be of type integer" in (check_arguments(schema, {"text": "a", "times": "2"})
+    assert "must be of type integer" in (check_arguments(schema, {"text": "a", "times": "2x"})
                                          or "")
     assert "must be of type integer" in (check_arguments(schema, {"text": "a", "times": True})
                                          or "")
@@ -76,13 +78,52 @@ def test_an_object_or_array_sent_as_a_string_of_json_is_decoded() -> None:
         assert "must be of type" in (check_arguments(schema, decoded(schema, wrong)) or "")
 
 
+@pytest.mark.parametrize(("declared", "sent", "taken"), [
+    ("integer", "10", 10), ("integer", " -3 ", -3), ("integer", "10.0", 10),
+    ("integer", 10.0, 10), ("number", "2.5", 2.5), ("number", "7", 7),
+    ("number", "1e3", 1000.0), ("boolean", "true", True), ("boolean", "False", False),
+    (["integer", "null"], "4", 4),
+])
+def test_numbers_and_booleans_in_strings_are_taken_as_declared(
+        declared: Any, sent: Any, taken: Any) -> None:
+    schema = {"type": "object", "properties": {"v": {"type": declared}}}
+    got = decoded(schema, {"v": sent})["v"]
+    assert got == taken and type(got) is type(taken)
+    assert check_arguments(schema, {"v": got}) is None
+
+
+@pytest.mark.parametrize(("declared", "sent"), [
+    ("integer", "1.5"), ("integer", "ten"), ("integer", True), ("number", "1e999"),
+    ("number", "nan"), ("boolean", "yes"), ("boolean", 1), ("string", 5),
+    (["integer", "string"], "7"),  # a string is allowed too: "7" stays a string
+])
+def test_what_is_not_unambiguous_is_left_as_sent(declared: Any, sent: Any) -> None:
+    schema = {"type": "object", "properties": {"v": {"type": declared}}}
+    assert decoded(schema, {"v": sent}) == {"v": sent}
+
+
+def test_an_enum_choice_in_other_case_is_taken_when_only_one_matches() -> None:
+    schema = {"type": "object", "properties": {
+        "mode": {"type": "string", "enum": ["loud", "quiet"]},
+        "odd": {"type": "string", "enum": ["a", "A"]}}}
+    assert decoded(schema, {"mode": " Loud"}) == {"mode": "loud"}
+    assert decoded(schema, {"odd": "a"}) == {"odd": "a"}
+    assert decoded(schema, {"odd": " a "}) == {"odd": " a "}  # "a" or "A": left as sent
+    assert "must be one of a, A" in (check_arguments(schema, {"odd": " a "}) or "")
+    assert decoded(schema, {"mode": "lou"}) == {"mode": "lou"}
+
+
 def test_schemas_as_mcp_servers_write_them_are_checked_without_a_crash() -> None:
     schema = {"type": "object", "properties": {"tag": {"type": ["string", "null"]},
                                                "n": {"type": ["integer", "null"]},
                                                "any": True, "odd": {"type": "uuid"}}}
     assert check_arguments(schema, {"tag": "a", "n": None, "any": 1, "odd": 2}) is None
-    assert check_arguments(schema, {"n": True}) == "argument `n` must be of type integer, got bool"
-    assert check_arguments(schema, {"tag": 3}) == "argument `tag` must be of type string, got int"
+    assert check_arguments(schema, {"n": True}) == (
+        "argument `n` must be of type integer (a whole number without quotes, e.g. 10), got "
+        "boolean true")
+    assert check_arguments(schema, {"tag": 3}) == (
+        'argument `tag` must be of type string (text in double quotes, e.g. "abc"), got '
+        "integer 3")
     assert check_arguments({"properties": None}, {}) is None
 
 

@@ -162,10 +162,21 @@ def test_subagent_tools_widen_only_within_the_parents_policy(tmp_path: Path) -> 
         reply("Could not."), reply("Done.")], subagent_tools="all", edits="ask")
     turn(asked)
     assert (tmp_path / "a.txt").read_text() == "old\n"  # nobody to approve the edit
-    planning, provider, _ = session_for(tmp_path, [reply("A plan.")],
-                                        subagent_tools="all", read_only=True)
-    turn(planning)
-    assert "task" not in names(provider.requests[0])  # plan mode: no child that writes
+    # Plan mode (--read-only) keeps `task`, and its children are read-only too.
+    planning, provider, steps = session_for(tmp_path, [
+        ASK, call("edit_file", file_path="a.txt", old_string="old", new_string="new"),
+        reply("It should change old to new."), reply("A plan.")],
+        subagent_tools="all", read_only=True)
+    events = turn(planning)
+    assert "task" in names(provider.requests[0]) and planning.agent.tools.is_read_only("task")
+    assert "edit_file" not in names(provider.requests[1])
+    assert "read_file" in names(provider.requests[1])
+    refused = [s.result for s in steps if isinstance(s, SubagentStep) and s.result][0]
+    assert refused.is_error and "you are a read-only subagent" in refused.content
+    assert (tmp_path / "a.txt").read_text() == "old\n"
+    assert "It should change old to new." in task_result(events).content
+    dispatch("/plan", planning.agent)  # out of plan mode: its children may write again
+    assert not planning.agent.tools.is_read_only("task")
     with pytest.raises(ConfigError, match="subagent_tools: no tool named wirte_file"):
         session_for(tmp_path, [], subagent_tools="wirte_file")
 

@@ -7,6 +7,7 @@ seen)."""
 from __future__ import annotations
 
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,8 @@ def test_json_is_reindented_and_bad_json_passes_through(tmp_path: Path,
     ("/latin1", "Café crème, naïve façade, déjà vu."),
     ("/meta-cp1251", "Съешь же ещё этих мягких французских булок"),
     ("/sniff-cp1251", "Широкая электрификация южных губерний"),
+    ("/latin1-said-utf8", "Le garçon a mangé une crêpe à la fête."),
+    ("/cp1251-said-utf8", "Широкая электрификация южных губерний"),
     ("/text", "line one\nline two ✓"),
     ("/octet-text", "plain words in an untyped body"),
 ])
@@ -130,6 +133,19 @@ def test_pages_without_text_say_so(tmp_path: Path, web: WebServer) -> None:
     assert "[the body is empty]" in fetch(ctx, web.url("/empty")).content
 
 
+def test_an_html_fragment_gives_its_text_and_a_lying_content_type_is_caught(
+        tmp_path: Path, web: WebServer) -> None:
+    ctx = local(tmp_path, web)
+    fragment = fetch(ctx, web.url("/fragment"))
+    assert not fragment.is_error and "Build 42 passed" in fragment.content
+    assert "JavaScript" not in fragment.content
+    lying = fetch(ctx, web.url("/png-as-html"))
+    assert lying.is_error and "is not text (text/html, but the data is binary)" in lying.content
+    page = fetch(ctx, web.url("/html-as-json"))
+    assert "application/json as Markdown from HTML (not JSON)" in page.content
+    assert "MARKER-ONE" in page.content and "BOILERPLATE-NAV" not in page.content
+
+
 # -- size and time limits -----------------------------------------------------------------
 
 def test_a_20_mb_body_stops_at_5_mb_and_the_text_is_capped_and_saved(tmp_path: Path,
@@ -148,6 +164,37 @@ def test_a_20_mb_body_stops_at_5_mb_and_the_text_is_capped_and_saved(tmp_path: P
     assert f'read_file file_path="{saved}" offset=' in result.content
     whole = (tmp_path / saved).read_text()
     assert whole.count("x" * 1023 + "\n") == 5 * 1024 and whole.startswith(result.content[:200])
+
+
+def test_a_gzip_bomb_is_decompressed_only_up_to_the_limit(tmp_path: Path,
+                                                         web: WebServer) -> None:
+    """64 MB in a 60 KB gzip body: decompression stops at the limit (1 MB here), so the
+    memory taken stays near it instead of the 64 MB one network read would expand to."""
+    limits = FetchLimits(max_bytes=1024 * 1024)
+    fetch(local(tmp_path, web), web.url("/gzip"), limits)  # the client's own set-up
+    tracemalloc.start()
+    try:
+        result = fetch(local(tmp_path, web), web.url("/bomb"), limits)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not result.is_error
+    assert result.meta["summary"] == ("HTTP 200, 1048576 bytes; the download stopped at the "
+                                      "1 MB limit")
+    assert peak < 12 * 1024 * 1024, peak
+
+
+@pytest.mark.parametrize(("page", "said"), [
+    ("/deflate", "zlib-wrapped MARKER-ONE"), ("/raw-deflate", "raw MARKER-ONE"),
+    ("/two-members", "first MARKER-ONE\nsecond"),
+    ("/corrupt-gzip", "fetch failed: the body's gzip data is corrupt"),
+    ("/brotli", "fetch failed: the body is encoded as 'br', which fetch_url cannot decode"),
+])
+def test_encoded_bodies_are_decoded_or_clearly_refused(tmp_path: Path, web: WebServer,
+                                                       page: str, said: str) -> None:
+    result = fetch(local(tmp_path, web), web.url(page))
+    assert said in result.content and result.is_error == said.startswith("fetch failed")
+    assert "incomplete" not in result.content
 
 
 def test_max_chars_cuts_at_a_line_and_read_file_continues_where_it_stopped(
@@ -270,6 +317,16 @@ def test_a_redirect_from_an_allowed_host_to_a_private_address_is_refused(
     assert "reached through a redirect from http://docs.test/redirect" in result.content
     assert web.paths == [f"/redirect?to={to}"] and "SECRET" not in result.content
     assert network.connected == [(PUBLIC, 80)]
+
+
+@pytest.mark.parametrize("to", ["file:///etc/passwd", "ftp://docs.test/x"])
+def test_a_redirect_to_a_url_that_is_not_http_is_refused_as_written(
+        tmp_path: Path, web: WebServer, to: str) -> None:
+    result = fetch(local(tmp_path, web), web.url(f"/redirect?to={to}"))
+    assert result.is_error and result.meta.get("refused")
+    assert (f"redirects to {to}, which is not an http(s) URL; only those are fetched"
+            in result.content), result.content
+    assert result.meta["summary"] == f"not fetched: it redirects to a {to[:to.index(':')]} URL"
 
 
 def test_redirects_are_followed_up_to_five(tmp_path: Path, web: WebServer) -> None:

@@ -16,7 +16,10 @@ Pages (GET):
     /latin1         ISO-8859-1, declared in the Content-Type header
     /meta-cp1251    windows-1251, declared only in a <meta> tag
     /sniff-cp1251   windows-1251, declared nowhere (the charset must be detected)
+    /latin1-said-utf8, /cp1251-said-utf8   not UTF-8, though the header says so
     /gzip           the article, gzip-encoded
+    /bomb           64 MB of text sent as a gzip body of about 60 KB
+    /deflate, /raw-deflate, /two-members, /corrupt-gzip, /brotli   encoded bodies
     /image          a PNG;  /octet  untyped binary;  /octet-text  untyped text
     /404, /500      error pages
     /big            20 MB of text
@@ -24,6 +27,9 @@ Pages (GET):
     /stall          headers, then nothing for up to 20 s
     /silent         not even headers, for up to 20 s
     /secret         what request forgery would steal: SECRET-VALUE
+    /fragment       an HTML fragment (no <html>, <body>), as partial-update endpoints send
+    /png-as-html    a PNG sent as text/html
+    /html-as-json   the article sent as application/json
     /redirect?to=URL[&code=N]   a redirect to URL
     /chain/N        N redirects in a row, ending at /article
 
@@ -33,11 +39,13 @@ Every handler stops by itself and when the client hangs up.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import json
 import socket
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -95,7 +103,18 @@ RUSSIAN = ("Съешь же ещё этих мягких французских 
            "южных губерний даст мощный толчок подъёму сельского хозяйства. ") * 4
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8
 BIG_BYTES = 20 * 1024 * 1024
+BOMB_BYTES = 64 * 1024 * 1024
 LIMIT_SECONDS = 20.0
+_RAW_DEFLATE = zlib.compressobj(9, zlib.DEFLATED, -15)
+# Bodies sent with a Content-Encoding: (encoding, body).
+ENCODED: dict[str, tuple[str, bytes]] = {
+    "/deflate": ("deflate", zlib.compress(b"zlib-wrapped MARKER-ONE\n")),
+    "/raw-deflate": ("deflate", _RAW_DEFLATE.compress(b"raw MARKER-ONE\n") + _RAW_DEFLATE.flush()),
+    "/two-members": ("gzip", gzip.compress(b"first MARKER-ONE\n") + gzip.compress(b"second\n")
+                     + b"\0" * 16),  # and padding after them
+    "/corrupt-gzip": ("gzip", b"\x1f\x8b\x08\x00 not really gzip"),
+    "/brotli": ("br", b"\x0b\x02\x80MARKER-ONE\x03"),
+}
 
 STATIC: dict[str, tuple[str, bytes]] = {
     "/article": ("text/html; charset=utf-8", ARTICLE_PAGE.encode()),
@@ -116,10 +135,18 @@ STATIC: dict[str, tuple[str, bytes]] = {
         '<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1251">'
         f"</head><body><p>{RUSSIAN}</p></body></html>").encode("cp1251")),
     "/sniff-cp1251": ("text/plain", RUSSIAN.encode("cp1251")),
+    # Pages whose header says UTF-8 (a server's default) and are not.
+    "/latin1-said-utf8": ("text/html; charset=utf-8", (
+        "<html><body><p>Café crème, naïve façade, déjà vu. Le garçon a mangé une crêpe à "
+        "la fête.</p></body></html>").encode("cp1252")),
+    "/cp1251-said-utf8": ("text/plain; charset=utf-8", RUSSIAN.encode("cp1251")),
     "/image": ("image/png", PNG),
     "/octet": ("application/octet-stream", PNG),
     "/octet-text": ("application/octet-stream", b"plain words in an untyped body\n"),
     "/secret": ("text/plain", b"SECRET-VALUE\n"),
+    "/fragment": ("text/html", b"<p>Build 42 passed</p>"),  # trafilatura finds nothing
+    "/png-as-html": ("text/html", PNG),  # a content type that lies
+    "/html-as-json": ("application/json", ARTICLE_PAGE.encode()),  # another one
 }
 
 
@@ -163,6 +190,11 @@ def _handler(server: WebServer) -> type[BaseHTTPRequestHandler]:
         def _route(self, path: str, query: dict[str, list[str]]) -> None:
             if path in STATIC:
                 self._send(200, *STATIC[path])
+            elif path in ENCODED:
+                encoding, body = ENCODED[path]
+                self._send(200, "text/plain", body, {"Content-Encoding": encoding})
+            elif path == "/bomb":
+                self._send(200, "text/plain", _bomb(), {"Content-Encoding": "gzip"})
             elif path == "/gzip":
                 self._send(200, "text/html", gzip.compress(ARTICLE_PAGE.encode()),
                            {"Content-Encoding": "gzip"})
@@ -219,6 +251,15 @@ def _handler(server: WebServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
     return Handler
+
+
+@functools.cache
+def _bomb() -> bytes:
+    """BOMB_BYTES of text as a gzip body of about 60 KB."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = b"a" * (1 << 20)
+    return b"".join([*(packer.compress(block) for _ in range(BOMB_BYTES >> 20)),
+                     packer.flush()])
 
 
 def _hold(conn: socket.socket) -> None:

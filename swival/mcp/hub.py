@@ -62,7 +62,8 @@ class Hub:
             await asyncio.wait_for(asyncio.shield(ready), timeout)
         except TimeoutError:
             connection.state = "failed"
-            connection.error = f"did not start within {timeout:g} s{connection.noise_note()}"
+            connection.error = (f"did not start within {timeout:g} s (startup_timeout)"
+                                f"{connection.noise_note()}")
             task.cancel()
 
     def starting(self) -> list[str]:

@@ -28,6 +28,7 @@ from swival.mcp.tools import (
     McpTool,
     gateway_schemas,
     not_read_only,
+    through_gateway,
 )
 from swival.tools.base import Tool
 from swival.tools.registry import ToolRegistry
@@ -85,8 +86,9 @@ class McpTools:
         warning only the first time, the re-processing only with `reprocessing` (else the
         caller says it)."""
         before, first = self.registry.schemas(), self.plan is None
-        plan, tools = self._plan(input_budget or self.context.budget.input_budget)
+        plan, tools, redirects = self._plan(input_budget or self.context.budget.input_budget)
         withheld = self._withheld({t.spec.name for t in tools}) if self.registry.read_only else {}
+        withheld.update(redirects)
         self.registry.swap(self._installed, tools, withheld)
         self._installed = [tool.spec.name for tool in tools] + list(withheld)
         self.plan = plan
@@ -122,8 +124,10 @@ class McpTools:
                 f"{plan.total} tokens ({percent(plan.total, plan.budget)}){held}.",
                 *notes]
 
-    def _plan(self, budget: int) -> tuple[Plan, list[Tool]]:
-        """The plan, and the tools it sends, for the servers that are up."""
+    def _plan(self, budget: int
+              ) -> tuple[Plan, list[Tool], dict[str, tuple[str, str]]]:
+        """The plan, the tools it sends, and what a call by name to a held-back server's
+        tool gets (the way to reach it), for the servers that are up."""
         plan_mode = self.registry.read_only
         taken = {name for name in self.registry.names if name not in self._installed}
         servers = {}
@@ -136,7 +140,9 @@ class McpTools:
                       if s["function"]["name"] not in self._installed])
         plan = make_plan(servers, base, budget, count,
                          lambda held: count(gateway_schemas(held)))
-        return plan, self._tools(plan, servers)
+        redirects = {entry.name: through_gateway(entry.tool.server, entry.tool.name)
+                     for name in plan.held for entry in servers[name]}
+        return plan, self._tools(plan, servers), redirects
 
     def _withheld(self, taken: set[str]) -> dict[str, tuple[str, str]]:
         """In plan mode, the tools of servers that are up which are not offered for want of
@@ -182,8 +188,8 @@ class McpTools:
             more += "" if not last or last.endswith((".", "!", "?")) else "."
             notes.append(self._redact(
                 f"MCP server {name} {'did not start' if conn.state == 'failed' else 'is down'}"
-                f": {conn.error}.{more} Continuing without its tools; /mcp restart {name} "
-                "tries again."))
+                f": {conn.error}.{more} Continuing without its tools; "
+                f"{self.access.retry(name)}."))
         return notes
 
     def _redact(self, text: str) -> str:

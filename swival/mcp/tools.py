@@ -46,6 +46,13 @@ class Access:
     yolo: bool = False
     redactor: Redactor = field(default_factory=Redactor)
     reported: set[str] = field(default_factory=set)
+    interactive: bool = True  # the REPL, where /mcp restart exists
+
+    def retry(self, server: str) -> str:
+        """What the person can do about a server that failed or went down."""
+        if self.interactive:
+            return f"/mcp restart {server} tries again"
+        return "`swival --doctor` checks it; the next run starts it again"
 
     def call(self, server: str, tool: str, arguments: dict[str, Any],
              ctx: ToolContext) -> ToolResult:
@@ -60,14 +67,17 @@ class Access:
         try:
             result = self.hub.call(server, tool, arguments)
         except ServerDown as error:
+            shown = f" ({self.retry(server)})" if self.interactive else ""
             return ToolResult(self._down(server, str(error)), is_error=True, meta={
-                **meta, "summary": f"MCP server {server} is down (/mcp restart {server})"})
+                **meta, "summary": f"MCP server {server} is down{shown}"})
         except CallTimeout:
             timeout = self.hub.specs[server].call_timeout
             return ToolResult(
-                f"error: {server} did not answer {tool} within {timeout:g} s; the call was "
-                "cancelled. Try smaller arguments, or continue without it.", is_error=True,
-                meta=meta)
+                f"error: MCP server {server} did not answer {tool} within {timeout:g} s; the "
+                "call was cancelled. Try smaller arguments, or continue without it.",
+                is_error=True, meta={**meta, "summary": (
+                    f"no answer from {server} within {timeout:g} s, cancelled (its `timeout` "
+                    f"under [mcp_servers.{server}] sets the limit)")})
         except Exception as error:  # the server refused the call (unknown tool, bad input)
             return ToolResult(self._redact(server, f"error: {server} refused the call: "
                                            f"{describe(error)}"), is_error=True, meta=meta)
@@ -106,16 +116,16 @@ class Access:
 
     def _down(self, server: str, why: str) -> str:
         """The first time in full (with the server's last stderr lines), then briefly."""
+        until = (f"until the user restarts it with /mcp restart {server}" if self.interactive
+                 else "for the rest of this run; continue without them")
         if server in self.reported:
-            return (f"error: MCP server {server} is down; its tools cannot be used until "
-                    "the user restarts it (/mcp restart).")
+            return f"error: MCP server {server} is down; its tools cannot be used {until}."
         self.reported.add(server)
         stderr = self.hub.connections[server].stderr
         tail = stderr.text() if stderr is not None else ""
         more = f"\nIts last error output:\n{tail}" if tail else ""
         return self._redact(server, f"error: MCP server {server} stopped: {why}. Its tools "
-                            f"cannot be used until the user restarts it with /mcp restart "
-                            f"{server}.{more}")
+                            f"cannot be used {until}.{more}")
 
     def _redact(self, server: str, text: str) -> str:
         return self.redactor.with_secrets(self.hub.specs[server].secrets()).redact(text)
@@ -167,7 +177,7 @@ def gateway_schemas(servers: Sequence[str]) -> list[dict[str, Any]]:
 # Where only the tools a server marks read-only are offered: (where, what to do instead).
 LIMITS = {
     "plan": ("in plan mode", "Describe the call you would make instead; the user can leave "
-             "plan mode with /plan."),
+             "plan mode (/plan in the REPL; a new run without --read-only)."),
     "subagent": ("to a read-only subagent", "Say in your answer which call is needed and why; "
                  "the agent that started you can make it."),
 }
@@ -180,6 +190,15 @@ def not_read_only(server: str, tool: str, limit: str) -> tuple[str, str]:
     return (f"error: {tool} of {server} is not available {where}: the server does not mark "
             f"it read-only (readOnlyHint), so it may change something. {instead}",
             f"not available {where}: the server does not mark it read-only")
+
+
+def through_gateway(server: str, tool: str) -> tuple[str, str]:
+    """What a call by its own name to a tool of a held-back server gets (it is not in the
+    tool list, but the model may have seen the name): words for the model, the person."""
+    return (f"error: {server}'s tools are not in your tool list; reach this one through "
+            f'mcp_call with server="{server}", tool="{tool}" and its arguments (mcp_list '
+            f"server={server} tool={tool} shows them).",
+            f"not run: {server}'s tools are reached through mcp_call")
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,8 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
     spills = hold_spills(state_dir, context.session_id)
     tool_ctx.undo = UndoJournal(undo_folder(state_dir, context.session_id))
     tool_ctx.undo.prune(spill_folder(state_dir, context.session_id).parent)
-    mcp, mcp_notices = _start_mcp(settings, registry, context, approvals, redactor)
+    mcp, mcp_notices = _start_mcp(settings, registry, context, approvals, redactor,
+                                  interactive)
     agent = Agent(provider, registry, context, tool_ctx,
                   AgentConfig(max_turns=settings.max_turns, temperature=settings.temperature,
                               redactor=redactor, tool_source=mcp, connector=connector))
@@ -188,7 +189,8 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
 
 
 def _start_mcp(settings: Settings, registry: ToolRegistry, context: ContextEngine,
-               approvals: Approvals, redactor: Redactor) -> tuple[McpTools | None, list[str]]:
+               approvals: Approvals, redactor: Redactor,
+               interactive: bool) -> tuple[McpTools | None, list[str]]:
     """The enabled MCP servers, not started yet (their tools join before the first
     request). The MCP modules are imported only when a server is configured."""
     if not settings.mcp_servers or not settings.mcp:
@@ -202,7 +204,8 @@ def _start_mcp(settings: Settings, registry: ToolRegistry, context: ContextEngin
     if not specs:
         return None, notices
     hub = Hub(specs)
-    access = Access(hub, approvals, yolo=settings.yolo, redactor=redactor)
+    access = Access(hub, approvals, yolo=settings.yolo, redactor=redactor,
+                    interactive=interactive)
     return McpTools(registry, context, access), notices
 
 

@@ -36,10 +36,11 @@ STOPPED = {
 class Subagents:
     """Runs the task tool's children for one session (`spawn`, handed to the tool through
     its ToolContext). A child gets a fresh context engine on the parent's model and
-    window, the parent's tools that `widen` allows besides the read-only ones (never
-    task), the parent's approvals, policies and sandbox, and its own turn limit. Its
-    transcript is recorded in the session index under the parent's id, so it is never
-    taken for a stranger nor offered as the session to continue."""
+    window, of the tools the parent is offered now (in plan mode only read-only ones),
+    those that `widen` allows besides the read-only ones (never task), the parent's
+    approvals, policies and sandbox, and its own turn limit. Its transcript is recorded
+    in the session index under the parent's id, so it is never taken for a stranger nor
+    offered as the session to continue."""
 
     def __init__(self, settings: Settings, parent: Agent, widen: tuple[str, ...] | None):
         self.settings, self.parent, self.widen = settings, parent, widen
@@ -92,12 +93,13 @@ class Subagents:
             tool for name in parent.tools.names if (tool := self._child_tool(name)) is not None
         ]
         given = [tool.spec.name for tool in tools]
+        read_only = self.widen == () or parent.tools.read_only  # plan mode: children too
         registry = ToolRegistry(
             tools,
-            withheld={
-                name: withheld(name, given, self.widen == ())
-                for name in parent.tools.names
-                if name not in given
+            withheld={  # what the parent is told about a name, the child is told too
+                **parent.tools.withheld,
+                **{name: withheld(name, given, read_only)
+                   for name in parent.tools.every_name if name not in given},
             },
         )
         context = self._context(registry)

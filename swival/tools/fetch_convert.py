@@ -14,6 +14,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
+from html.parser import HTMLParser
 
 from swival.tools.output import looks_binary
 
@@ -54,8 +55,7 @@ def kind_of(content_type: str, raw: bytes) -> str:
     if media in UNTYPED:
         if looks_binary(raw):
             raise NotText(media or "no content type, binary data")
-        start = raw[:512].lstrip().lower()
-        return "html" if start.startswith((b"<!doctype html", b"<html")) else "text"
+        return "html" if _looks_html(raw) else "text"
     if media in HTML_TYPES:
         kind = "html"
     elif media == "application/json" or media.endswith("+json"):
@@ -67,6 +67,10 @@ def kind_of(content_type: str, raw: bytes) -> str:
     if looks_binary(raw):
         raise NotText(f"{media}, but the data is binary")
     return kind
+
+
+def _looks_html(raw: bytes) -> bool:
+    return raw[:512].lstrip().lower().startswith((b"<!doctype html", b"<html"))
 
 
 def declared_charset(content_type: str, raw: bytes, kind: str) -> str | None:
@@ -87,12 +91,14 @@ def declared_charset(content_type: str, raw: bytes, kind: str) -> str | None:
 
 def decode(raw: bytes, content_type: str, kind: str) -> str:
     """Text by the byte-order mark, the declared charset, UTF-8, or detection, in that
-    order; undecodable bytes become U+FFFD rather than failing the fetch."""
+    order; undecodable bytes become U+FFFD rather than failing the fetch. A page said
+    to be UTF-8 (or ASCII) that is not (a Latin-1 page served with the server's default
+    charset=utf-8) is detected like one that declares nothing."""
     for bom, codec in BOMS:
         if raw.startswith(bom):
             return raw.decode(codec, errors="replace")
     declared = declared_charset(content_type, raw, kind)
-    if declared:
+    if declared and declared not in ("utf-8", "ascii"):
         return raw.decode(declared, errors="replace")
     try:
         return raw.decode("utf-8")
@@ -101,7 +107,13 @@ def decode(raw: bytes, content_type: str, kind: str) -> str:
             return raw[: exc.start].decode("utf-8")
     from charset_normalizer import from_bytes
 
-    best = from_bytes(raw).best()
+    found = from_bytes(raw)
+    best = found.best()
+    # On short Western text the detector's first guess is often another Latin code page
+    # (cp1257 for French); like browsers, prefer windows-1252 when it reads as cleanly.
+    western = next((match for match in found if match.encoding == "cp1252"), None)
+    if best is not None and western is not None and western.chaos <= best.chaos + 0.1:
+        best = western
     return str(best) if best is not None else raw.decode("utf-8", errors="replace")
 
 
@@ -121,7 +133,37 @@ def html_to_markdown(page: str, url: str) -> str:
         include_formatting=True, include_images=False, include_comments=False,
         favor_recall=True,
     )
-    return text or trafilatura.html2txt(page) or ""
+    return text or trafilatura.html2txt(page) or _fragment_text(page)
+
+
+class _Text(HTMLParser):
+    """The text of an HTML fragment, without scripts, styles, templates and title."""
+
+    SKIPPED = frozenset({"script", "style", "noscript", "template", "title"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: object) -> None:
+        self._skipping += tag in self.SKIPPED
+
+    def handle_endtag(self, tag: str) -> None:
+        self._skipping -= tag in self.SKIPPED and self._skipping > 0
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipping and data.strip():
+            self.parts.append(" ".join(data.split()))
+
+
+def _fragment_text(page: str) -> str:
+    """The words of what trafilatura finds nothing in: a fragment such as `<p>hi</p>`,
+    which servers send for partial page updates; "" when there are none."""
+    parser = _Text()
+    parser.feed(page)
+    parser.close()
+    return "\n".join(parser.parts)
 
 
 def page_title(page: str) -> str:
@@ -139,6 +181,9 @@ def convert(raw: bytes, content_type: str, url: str) -> Page:
         try:
             value = json.loads(text)
         except ValueError:
+            if _looks_html(raw):  # an HTML page (a login or error page) sent as JSON
+                return Page(html_to_markdown(text, url), "Markdown from HTML (not JSON)",
+                            page_title(text))
             return Page(text, "text (not valid JSON)")
         return Page(json.dumps(value, indent=1, ensure_ascii=False), "JSON")
     return Page(text, "text")

@@ -15,6 +15,7 @@ import ipaddress
 import queue
 import socket
 import threading
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from swival.tools.fetch_policy import FetchPolicy, Network
 
 USER_AGENT = f"swival/{__version__} (fetch_url)"
 ACCEPT = "text/markdown, text/html;q=0.9, text/plain;q=0.8, application/json;q=0.8, */*;q=0.5"
+ENCODINGS = "gzip, deflate"  # those body_chunks decodes, each within the size limit
 
 
 class FetchFailed(Exception):
@@ -196,5 +198,39 @@ def open_client(policy: FetchPolicy, network: Network | None, idle: float,
     return httpx.Client(
         transport=GuardedTransport(backend), follow_redirects=False, trust_env=False,
         timeout=httpx.Timeout(idle, connect=connect),
-        headers={"User-Agent": USER_AGENT, "Accept": ACCEPT},
+        headers={"User-Agent": USER_AGENT, "Accept": ACCEPT, "Accept-Encoding": ENCODINGS},
     )
+
+
+def body_chunks(response: httpx.Response, max_bytes: int) -> Iterator[bytes]:
+    """The body, decoded, in pieces that add up to at most `max_bytes` + 1 bytes (one
+    more than allowed says it went on): decompression stops there, so a small body that
+    expands to gigabytes (a gzip bomb) never takes more memory than the limit."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding in ("", "identity"):
+        yield from response.iter_raw()
+        return
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        raise FetchFailed(f"the body is encoded as {encoding!r}, which fetch_url cannot "
+                          "decode.")
+    wbits = 31 if encoding != "deflate" else 15  # 31: gzip; 15: zlib (else raw deflate)
+    inflater, started, left = zlib.decompressobj(wbits), False, max_bytes + 1
+    ended = False  # a whole member came: what follows may be padding, not more members
+    for data in response.iter_raw():
+        while data and left > 0:
+            try:
+                piece = inflater.decompress(data, left)
+            except zlib.error:
+                if ended:
+                    return
+                if encoding == "deflate" and not started:  # deflate sent without a header
+                    inflater, started = zlib.decompressobj(-15), True
+                    continue
+                raise FetchFailed(f"the body's {encoding} data is corrupt.") from None
+            started, left = True, left - len(piece)
+            yield piece
+            data = inflater.unconsumed_tail
+            if not data and inflater.eof:  # a gzip file of several members
+                data, inflater, ended = inflater.unused_data, zlib.decompressobj(wbits), True
+        if left <= 0:
+            return

@@ -156,11 +156,17 @@ def _follow(client: httpx.Client, url: str, policy: Any,
     from swival.tools.fetch_net import FetchFailed, FetchRefused
 
     hops: list[str] = []
+    location = ""
     request = client.build_request("GET", url)
     for _ in range(limits.max_redirects + 1):
         target = request.url
         if target.scheme not in ("http", "https"):
-            raise FetchFailed(f"{hops[-1]} redirects to {target}, which is not http(s).")
+            # As the server wrote it: httpx puts the request's host into file:///x.
+            said = location or str(target)
+            raise FetchRefused(Refusal(
+                f"{hops[-1]} redirects to {said[:200]}, which is not an http(s) URL; only "
+                "those are fetched. For a local file use read_file.",
+                f"not fetched: it redirects to a {target.scheme} URL"))
         host = normalize_host(target.host)
         port = target.port or (443 if target.scheme == "https" else 80)
         via = f" (reached through a redirect from {hops[-1]})" if hops else ""
@@ -175,6 +181,7 @@ def _follow(client: httpx.Client, url: str, policy: Any,
             return response, hops
         response.close()
         hops.append(str(target))
+        location = response.headers.get("location", "")
         request = response.next_request
     raise FetchFailed(f"more than {limits.max_redirects} redirects, the last to "
                       f"{request.url}; fetch that URL directly if it is the right one.")
@@ -183,12 +190,12 @@ def _follow(client: httpx.Client, url: str, policy: Any,
 def _read(response: httpx.Response, limits: FetchLimits,
           deadline: float) -> tuple[bytes, str | None]:
     """The body, up to the size and time limits, and why it stopped early (or None)."""
-    from swival.tools.fetch_net import FetchFailed
+    from swival.tools.fetch_net import FetchFailed, body_chunks
 
     body = bytearray()
     stopped = None
     try:
-        for chunk in response.iter_bytes():
+        for chunk in body_chunks(response, limits.max_bytes):
             body += chunk
             if len(body) >= limits.max_bytes:
                 stopped = f"the download stopped at the {limits.max_bytes // MB} MB limit"

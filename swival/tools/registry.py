@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -47,22 +49,80 @@ def _declared(spec: Any) -> list[str] | None:
     return names
 
 
+_WHOLE = re.compile(r"[+-]?\d+")
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+# What each JSON type looks like, for the model told it sent the wrong one.
+_LOOKS = {
+    "string": 'text in double quotes, e.g. "abc"',
+    "integer": "a whole number without quotes, e.g. 10",
+    "number": "a number without quotes, e.g. 2.5",
+    "boolean": "true or false, without quotes",
+    "array": 'a JSON list, e.g. ["a", "b"]',
+    "object": 'a JSON object, e.g. {"key": "value"}',
+}
+_JSON_NAME = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array",
+              dict: "object"}
+
+
+def _coerced(value: Any, declared: list[str]) -> Any:
+    """`value` as the declared type when the way it was sent leaves no doubt: "10" or
+    10.0 for an integer, "2.5" for a number, "true"/"false" for a boolean, a string of
+    JSON for an object or array. Anything else (and any string where a string is also
+    allowed) comes back as it was, for check_arguments to judge."""
+    if isinstance(value, float) and "integer" in declared and "number" not in declared:
+        return int(value) if value.is_integer() else value
+    if not isinstance(value, str) or "string" in declared:
+        return value
+    text = value.strip()
+    if "boolean" in declared and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if ("integer" in declared or "number" in declared) and _DECIMAL.fullmatch(text):
+        if _WHOLE.fullmatch(text):
+            return int(text)
+        number = float(text)
+        if not math.isfinite(number):
+            return value
+        if "number" in declared:
+            return number
+        return int(number) if number.is_integer() else value
+    if declared in (["object"], ["array"]):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return parsed if isinstance(parsed, _JSON_TYPES[declared[0]]) else value
+    return value
+
+
 def decoded(schema: Mapping[str, Any], args: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`args` with an object or array argument that came as a string of JSON (small models
-    often encode one twice, e.g. mcp_call's `arguments`) decoded, when it decodes to the
-    declared type; anything else is left for check_arguments to report."""
+    """`args` with each value sent in a form small models often use for its declared
+    type (a number or boolean in a string, an object or array encoded twice, e.g.
+    mcp_call's `arguments`) turned into that type where that is unambiguous (_coerced),
+    and a choice of an enum sent in other case or with spaces taken as that choice;
+    anything else is left for check_arguments to report."""
     props = _properties(schema)
     out = dict(args)
     for name, value in args.items():
-        declared = _declared(props.get(name))
-        if isinstance(value, str) and declared in (["object"], ["array"]):
-            try:
-                parsed = json.loads(value)
-            except ValueError:
-                continue
-            if isinstance(parsed, _JSON_TYPES[declared[0]]):
-                out[name] = parsed
+        spec = props.get(name)
+        declared = _declared(spec)
+        if declared is not None and value is not None:
+            out[name] = value = _coerced(value, declared)
+        choices = spec.get("enum") if isinstance(spec, Mapping) else None
+        if isinstance(value, str) and isinstance(choices, list) and value not in choices:
+            # "Restore" or " restore" for "restore": the one choice it can mean
+            near = [c for c in choices if isinstance(c, str)
+                    and c.casefold() == value.strip().casefold()]
+            out[name] = near[0] if len(near) == 1 else value
     return out
+
+
+def _wrong_type(name: str, value: Any, declared: list[str]) -> str:
+    """What the model is told about an argument of the wrong type: what to send."""
+    sent = json.dumps(value, ensure_ascii=False)
+    shown = sent if len(sent) <= 40 else sent[:39] + "…"
+    looks = "; or ".join(_LOOKS[d] for d in declared)
+    return (f"argument `{name}` must be of type {' or '.join(declared)} ({looks}), got "
+            f"{_JSON_NAME.get(type(value), type(value).__name__)} {shown}")
 
 
 def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str | None:
@@ -83,11 +143,11 @@ def check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str |
             pass
         elif (not isinstance(value, tuple(t for d in declared for t in _JSON_TYPES[d]))
               or (isinstance(value, bool) and "boolean" not in declared)):
-            return (f"argument `{name}` must be of type {' or '.join(declared)}, got "
-                    f"{type(value).__name__}")
+            return _wrong_type(name, value, declared)
         choices = spec.get("enum")
         if value is not None and choices and value not in choices:
-            return f"argument `{name}` must be one of {', '.join(map(str, choices))}"
+            return (f"argument `{name}` must be one of {', '.join(map(str, choices))}; got "
+                    f"{json.dumps(value, ensure_ascii=False)[:40]}")
     return None
 
 
@@ -108,8 +168,23 @@ class ToolRegistry:
         """The tools offered now."""
         return [name for name, tool in self._tools.items() if self._offered(tool)]
 
+    @property
+    def every_name(self) -> list[str]:
+        """Every tool held, offered now or not (plan mode offers only some)."""
+        return list(self._tools)
+
+    @property
+    def withheld(self) -> dict[str, tuple[str, str]]:
+        """The names not given, with what a call to one gets (model, person)."""
+        return dict(self._withheld)
+
     def _offered(self, tool: Tool) -> bool:
-        return tool.read_only or not self.read_only
+        return self._changes_nothing(tool) or not self.read_only
+
+    def _changes_nothing(self, tool: Tool) -> bool:
+        """Read-only by nature, or (`follows_mode`: the task tool, whose subagents get
+        only the tools offered now) because this session is read-only now."""
+        return tool.read_only or (self.read_only and getattr(tool, "follows_mode", False))
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -120,7 +195,7 @@ class ToolRegistry:
 
     def is_read_only(self, name: str) -> bool:
         tool = self._tools.get(name)
-        return bool(tool and tool.read_only)
+        return tool is not None and self._changes_nothing(tool)
 
     def reset(self) -> None:
         self._recent.clear()
@@ -154,7 +229,8 @@ class ToolRegistry:
             return ToolResult(
                 f"error: {call.name} is not available: this session is read-only (plan mode), "
                 f"so only these tools run: {', '.join(self.names)}. Describe the change you "
-                "would make instead; the user can leave plan mode with /plan.", is_error=True,
+                "would make instead; the user can leave plan mode (/plan in the REPL; a new run "
+                "without --read-only).", is_error=True,
                 meta={"refused": True, "summary": "not run: plan mode (read-only tools only)"})
         if call.arguments_error:
             return ToolResult(f"error: {call.arguments_error}", is_error=True)

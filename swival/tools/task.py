@@ -50,7 +50,11 @@ WIDENED_TEXT = (
 
 class Task:
     """`task(description, prompt)`. `read_only`: the children get read-only tools only,
-    so running one changes nothing (see swival/tools/base.py's Tool)."""
+    so running one changes nothing (see swival/tools/base.py's Tool). The children get
+    only the tools the parent is offered now, so in plan mode they are read-only too
+    (`follows_mode`) and the tool is offered there whatever `subagent_tools` says."""
+
+    follows_mode = True
 
     def __init__(self, read_only: bool = True) -> None:
         self.read_only = read_only
