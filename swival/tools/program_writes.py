@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from swival.tools import sed_script
+from swival.tools import archive_writes, sed_script
 from swival.tools.argv import cluster_values, is_cluster, long_option, operands, option_values
 
 
@@ -115,6 +115,12 @@ GIT_KEEPS_WORKTREE = frozenset({
     "diff-index", "diff-files", "range-diff", "cherry", "check-ignore", "check-attr",
     "hash-object", "verify-commit", "verify-tag", "show-branch", "push", "init",
 })
+# git commands that update another directory's work tree, if any, and subcommands that
+# only look (`git stash list`); `git reset` without --hard/--merge/--keep keeps the tree.
+GIT_OWN_TREE = frozenset({"worktree", "clone", "help", "version"})
+GIT_ONLY_LOOKS = {"stash": [["list"], ["show"]], "submodule": [["status"], ["summary"]],
+                  "bisect": [["log"], ["visualize"], ["view"], ["terms"]],
+                  "sparse-checkout": [["list"]], "notes": [["list"], ["show"]]}
 # git push's options that take the next word (the first operand is the repository).
 GIT_PUSH_VALUED = ("o", ("--push-option", "--repo", "--receive-pack", "--exec"))
 CHANGES_ITSELF = frozenset({"rm", "rmdir", "unlink", "chmod", "chown", "chgrp", "shred",
@@ -128,6 +134,9 @@ def written_files(words: Sequence[str]) -> tuple[str, ...]:
     files under it) that the command line tells the program to write."""
     name, args = PurePath(words[0]).name, list(words[1:])
     special = SPECIAL.get(name)
+    archived = archive_writes.written(name, args)
+    if archived is not None:
+        return tuple(archived)
     if special is not None:
         return tuple(special(args))
     writer = WRITERS.get(name)
@@ -272,11 +281,31 @@ def _local_path(url: str) -> str | None:
     return url
 
 
+def replaces_state(words: Sequence[str]) -> str | None:
+    """Why a git command may replace Swival's own `.swival/` (or None): it updates the
+    work tree from a commit, which may hold a `.swival` file or symlink, and git removes
+    ignored files in the way (all of `.swival/` is ignored)."""
+    name, args = PurePath(words[0]).name, list(words[1:])
+    found = git_subcommand(args) if name == "git" else None
+    if found is None or found[0] in GIT_KEEPS_WORKTREE or found[0] in GIT_OWN_TREE:
+        return None
+    sub, rest = found
+    if rest[:1] in GIT_ONLY_LOOKS.get(sub, []) or (sub == "reset" and not any(
+            long_option(a, ("--hard", "--merge", "--keep")) for a in rest)) or (
+            sub == "checkout-index" and any(long_option(a, ("--prefix", "--temp"))
+                                            for a in rest)):
+        return None  # checkout-index writes under the prefix (checked), or temporary files
+    return (f"`git {sub}`, which updates the work tree from a commit, and could replace "
+            "Swival's own .swival/ with what the commit holds there, while no sandbox "
+            "keeps it read-only")
+
+
 def changes_itself(words: Sequence[str]) -> bool:
     """Whether the program changes or removes each path it writes as a whole (`rm -r`,
     `chmod -R`), rather than creating something in it: given the workspace itself, it
     reaches `.git/` and `.swival/` too."""
-    return PurePath(words[0]).name in CHANGES_ITSELF
+    name = PurePath(words[0]).name
+    return name in CHANGES_ITSELF or archive_writes.deletes(name, list(words[1:]))
 
 
 SPECIAL: dict[str, Callable[[list[str]], list[str]]] = {
