@@ -33,6 +33,7 @@ from swival.errors import ConfigError
 from swival.tools.approval import Refusal
 from swival.tools.archive_writes import unpacked
 from swival.tools.base import ToolContext
+from swival.tools.git_config import planted as planted_setting
 from swival.tools.policy_links import DEVICES, after_links
 from swival.tools.program_rules import risk
 from swival.tools.program_writes import (
@@ -62,7 +63,7 @@ INSTEAD = {
               "or uv) brings back the parser, the packages tree-sitter and tree-sitter-bash.",
     "links": "run the command that creates or moves links on its own, then check the "
              "result before writing there",
-    "state": "ask the user to run it, or to run Swival with the command sandbox (bubblewrap)",
+    "unconfined": "ask the user to run it, or to run Swival with the command sandbox (bubblewrap)",
 }
 
 
@@ -231,7 +232,13 @@ class CommandPolicy:
             if option:
                 found.append(Finding(option, INSTEAD["option"]))
             elif state:
-                found.append(Finding(state, INSTEAD["state"]))
+                found.append(Finding(state, INSTEAD["unconfined"]))
+        gits = [c for c in script.commands if Path(c.words[0]).name == "git"]
+        planted_config = None if self.workspace.confined or not gits else planted_setting(
+            self.workspace.root)
+        if planted_config:
+            found.append(Finding(f"{planted_config}, with no sandbox around git",
+                                 INSTEAD["unconfined"]))
         searched = [c.words[0] for c in script.commands
                     if "/" not in c.words[0] and c.words[0] not in ALWAYS_ALLOWED]
         if searched and self.workspace.relative_path is not None:
