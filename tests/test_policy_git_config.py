@@ -122,3 +122,67 @@ def test_one_shot_git_status_does_not_run_a_planted_fsmonitor(fake_server: Any,
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert not pwned
     assert len(answers) == 2 and all("`core.fsmonitor`" in a for a in answers), answers
+
+
+def _hook(folder: Path, name: str, executable: bool = True) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("#!/bin/sh\ntouch pwned\n")
+    (folder / name).chmod(0o755 if executable else 0o644)
+
+
+def test_hooks_make_the_git_commands_that_run_them_ask(tmp_path: Path) -> None:
+    root = _repo(tmp_path / "proj", "[core]\n\tbare = false\n")
+    hooks = root / ".git" / "hooks"
+    _hook(hooks, "pre-commit.sample")
+    _hook(hooks, "post-checkout", executable=False)
+    workspace = Workspace.of(ToolContext(root=root), {"PATH": "/usr/bin:/bin"})
+    policy = CommandPolicy("git", workspace=workspace)
+    assert policy.approve("git commit -m x") is None  # samples and plain files never run
+    _hook(hooks, "pre-commit")
+    assert policy.approve("git status") is None and policy.approve("git log -1") is None
+    for command in ("git commit -m x", "git status && git commit -m x", "git branch x",
+                    "git fetch"):
+        reason = policy.approve(command)
+        record("allowlist bypass", f"--commands git, a pre-commit hook: {command}",
+               "in-process", escaped=reason is None)
+        assert reason is not None and "the hook `" in reason and "pre-commit`" in reason
+    _hook(hooks, "post-index-change")  # git status runs it when it refreshes the index
+    reason = policy.approve("git status")
+    assert reason is not None and "post-index-change`, which git runs" in reason
+    confined = dataclasses.replace(workspace, confined=True)
+    assert CommandPolicy("git", workspace=confined).approve("git commit -m x") is None
+
+
+def test_a_hooks_path_of_the_repository_is_looked_at(tmp_path: Path) -> None:
+    root = _repo(tmp_path / "proj", "[core]\n\thooksPath = .husky\n")
+    workspace = Workspace.of(ToolContext(root=root), {"PATH": "/usr/bin:/bin"})
+    assert CommandPolicy("git", workspace=workspace).approve("git commit -m x") is None
+    _hook(root / ".husky", "pre-commit")
+    reason = CommandPolicy("git", workspace=workspace).approve("git commit -m x")
+    assert reason is not None and ".husky/pre-commit`, which git runs" in reason
+
+
+@needs_git
+def test_one_shot_git_status_does_not_run_a_planted_hook(fake_server: Any,
+                                                         tmp_path: Path) -> None:
+    """Real git runs `post-index-change` on `git status` after a file changed."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1"}
+    (root / "a.txt").write_text("a\n")
+    for args in (["init", "-q"], ["add", "a.txt"], ["commit", "-q", "-m", "first"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True)
+    _hook(root / ".git" / "hooks", "post-index-change")
+    os.utime(root / "a.txt", (1, 1))  # git status will refresh the index, and write it
+    server: FakeServer = fake_server(kind="llamacpp").script(
+        tools([("run_command", {"command": "git status"})]), text("done"))
+    result = run_swival(server, root, "--commands", "git", "--sandbox", "off", "-p", "look",
+                        env=env)
+    answers = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    pwned = (root / "pwned").exists()
+    record("allowlist bypass", "--commands git, planted post-index-change: git status",
+           "swival", escaped=pwned or not answers[0].startswith("command refused: "),
+           traceback="Traceback" in result.stderr)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert not pwned and "post-index-change`, which git runs" in answers[0]

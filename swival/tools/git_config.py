@@ -6,19 +6,28 @@ status`, a `diff.external` or a `textconv` driver on `git diff` and `git log -p`
 `clean` filter on `git status` and `git add`. `planted(root)` names the first such
 setting in the configuration of the repository at `root` (following a `.git` file to its
 git directory, and a worktree's `commondir`), or a line Swival cannot read, for the
-policy to ask about git commands when no sandbox contains them. Hooks (`.git/hooks/`,
-`core.hooksPath`) and the editors are left out: they run on commits, merges and
-checkouts, as in any repository the user works in.
+policy to ask about git commands when no sandbox contains them.
+
+Hooks run too, and not only on commits: `git status` runs `post-index-change` when it
+refreshes the index. `hook(root, sub)` names a hook `git SUB` may run: for a command that
+only reads, that one; for any other, every hook in the git directory's `hooks/` or the
+repository's `core.hooksPath` (samples and files that are not executable do not run).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 # section -> keys (lower case) whose value git runs as a program; "*": any subsection's key.
 RUNS = {
-    "core": {"fsmonitor", "sshcommand", "gitproxy", "askpass"},
+    "core": {"fsmonitor", "sshcommand", "gitproxy", "askpass", "pager", "editor"},
+    "sequence": {"editor"},
+    "pager": set(),  # every `pager.CMD = program`; true/false only switch it on or off
+    "man": {"viewer", "*cmd", "*path"},
+    "browser": {"*cmd", "*path"},
+    "web": {"browser"},
     "diff": {"external", "*textconv", "*command"},
     "filter": {"*clean", "*smudge", "*process"},
     "merge": {"*driver"},
@@ -32,33 +41,73 @@ RUNS = {
 WHAT = {"include": "another configuration file git reads",
         "includeif": "another configuration file git reads",
         "alias": "a command of its own, which can run a program"}
-BOOLEAN = {"", "true", "false", "yes", "no", "on", "off", "1", "0"}  # fsmonitor=true is git's own
+QUIET_WHEN_BOOLEAN = {("core", "fsmonitor")}  # core.fsmonitor = true is git's own daemon
+BOOLEAN = {"", "true", "false", "yes", "no", "on", "off", "1", "0"}
 HEADER = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\](.*)$')
 ENTRY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
+READS_ONLY = frozenset({
+    "status", "log", "diff", "show", "blame", "annotate", "grep", "ls-files", "ls-tree",
+    "rev-parse", "rev-list", "describe", "shortlog", "cat-file", "whatchanged", "name-rev",
+    "merge-base", "for-each-ref", "show-ref", "diff-tree", "diff-index", "diff-files",
+    "range-diff", "cherry", "check-ignore", "check-attr", "show-branch", "help", "version",
+    "var", "count-objects", "verify-commit", "verify-tag",
+})
 LARGEST = 1 << 20  # a config file larger than this is not read: it is asked about
 
 
 def planted(root: Path) -> str | None:
     """The first setting of the repository at `root` that makes git run a program, in
     words for a person; None when there is none (or no repository)."""
-    for config in _config_files(root / ".git"):
-        try:
-            if config.stat().st_size > LARGEST:
-                return f"`{config}`, too large for Swival to check"
-            text = config.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            return f"`{config}`, which Swival could not read ({exc.strerror or exc})"
-        found = _setting(text)
+    for config, text in _configs(root):
+        found = text if config is None else _setting(text)
         if found:
-            return f"`{config}` setting {found}"
+            return found if config is None else f"`{config}` setting {found}"
     return None
 
 
-def _config_files(dot_git: Path) -> list[Path]:
-    """The repository's own config files: `config` and `config.worktree` in its git
-    directory and, for a worktree, in the common directory."""
+def hook(root: Path, sub: str) -> str | None:
+    """A hook of the repository at `root` that `git SUB` may run, in words for a person:
+    for a subcommand that only reads, `post-index-change` (git runs it when `git status`
+    refreshes the index); for any other, every hook. Hooks live in the git directory's
+    `hooks/` or where the repository's `core.hooksPath` says."""
+    folders = [folder / "hooks" for folder in _git_dirs(root / ".git")]
+    for config, text in _configs(root):
+        if config is not None:
+            folders += [root / Path(p).expanduser() for p in _values(text, "core", "hookspath")]
+    names = ("post-index-change",) if sub in READS_ONLY else None
+    for folder in folders:
+        try:
+            found = sorted(p for p in folder.iterdir() if not p.name.endswith(".sample")
+                           and (names is None or p.name in names) and os.access(p, os.X_OK)
+                           and p.is_file())
+        except OSError:
+            continue
+        if found:
+            return f"the hook `{found[0]}`, which git runs"
+    return None
+
+
+def _configs(root: Path) -> list[tuple[Path | None, str]]:
+    """(file, text) for each of the repository's config files; (None, why) for one that
+    cannot be checked."""
+    out: list[tuple[Path | None, str]] = []
+    for config in [f / name for f in _git_dirs(root / ".git")
+                   for name in ("config", "config.worktree")]:
+        try:
+            if config.stat().st_size > LARGEST:
+                out.append((None, f"`{config}`, too large for Swival to check"))
+            else:
+                out.append((config, config.read_text(encoding="utf-8", errors="replace")))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            out.append((None, f"`{config}`, which Swival could not read "
+                              f"({exc.strerror or exc})"))
+    return out
+
+
+def _git_dirs(dot_git: Path) -> list[Path]:
+    """The repository's git directory and, for a worktree, its common directory."""
     folder = dot_git
     if dot_git.is_file():
         try:
@@ -74,13 +123,14 @@ def _config_files(dot_git: Path) -> list[Path]:
         folders.append((folder / common).resolve())
     except OSError:
         pass
-    return [f / name for f in folders for name in ("config", "config.worktree")]
+    return folders
 
 
-def _setting(text: str) -> str | None:
-    """The first setting in `text` that makes git run a program (`core.fsmonitor`, with
-    what it does), or a line Swival cannot read, or None."""
+def _entries(text: str) -> list[tuple[str, str, str, str]]:
+    """(section, subsection, key, value) of each setting, section and key in lower case.
+    Raises ValueError naming a line Swival cannot read."""
     section, sub = "", ""
+    out = []
     for raw in text.splitlines():
         line = raw.strip()
         header = HEADER.match(line)
@@ -92,12 +142,32 @@ def _setting(text: str) -> str | None:
             continue
         entry = ENTRY.match(line)
         if entry is None or line.endswith("\\"):
-            return f"a line Swival cannot read ({raw.strip()[:60]!r})"
-        key, value = entry.group(1).lower(), (entry.group(2) or "").strip().strip('"')
+            raise ValueError(f"a line Swival cannot read ({raw.strip()[:60]!r})")
+        out.append((section, sub, entry.group(1).lower(),
+                    (entry.group(2) or "").strip().strip('"')))
+    return out
+
+
+def _values(text: str, section: str, key: str) -> list[str]:
+    try:
+        return [v for s, sub, k, v in _entries(text) if (s, sub, k) == (section, "", key)]
+    except ValueError:
+        return []
+
+
+def _setting(text: str) -> str | None:
+    """The first setting in `text` that makes git run a program (`core.fsmonitor`, with
+    what it does), or a line Swival cannot read, or None."""
+    try:
+        entries = _entries(text)
+    except ValueError as error:
+        return str(error)
+    for section, sub, key, value in entries:
         wanted = RUNS.get(section, set())
-        alias = section == "alias" and not sub
-        if (alias or ("*" + key if sub else key) in wanted) and not (
-                (section, key) == ("core", "fsmonitor") and value.lower() in BOOLEAN):
+        any_key = section in ("alias", "pager") and not sub
+        if (any_key or ("*" + key if sub else key) in wanted) and value.lower() not in (
+                BOOLEAN if (section, key) in QUIET_WHEN_BOOLEAN or section == "pager"
+                else ()):
             name = ".".join(p for p in (section, sub, key) if p)
             return f"`{name}` ({WHAT.get(section, 'a program git runs')})"
     return None

@@ -33,11 +33,13 @@ from swival.errors import ConfigError
 from swival.tools.approval import Refusal
 from swival.tools.archive_writes import unpacked
 from swival.tools.base import ToolContext
+from swival.tools.git_config import hook
 from swival.tools.git_config import planted as planted_setting
 from swival.tools.policy_links import DEVICES, after_links
 from swival.tools.program_rules import risk
 from swival.tools.program_writes import (
     changes_itself,
+    git_subcommand,
     replaces_state,
     unknown_option,
     written_files,
@@ -122,6 +124,17 @@ class Workspace:
         return cls(ctx.root.resolve(), writable_roots(ctx), readable_roots(ctx), relative,
                    bool(env.get("CDPATH")), tuple(e for e in entries if os.path.isabs(e)),
                    ctx.sandbox.active)
+
+    def git_code(self, script: Script) -> list[str]:
+        """What the project's own repository makes git run for the git commands of
+        `script`: a setting in its configuration, or a hook (swival/tools/git_config.py)."""
+        subs = {(found or ("", []))[0] for c in script.commands if Path(c.words[0]).name
+                == "git" for found in [git_subcommand(list(c.words[1:]))]}
+        if not subs:
+            return []
+        planted = planted_setting(self.root)
+        hooks = (hook(self.root, sub) for sub in sorted(subs))
+        return [planted] if planted else [why for why in hooks if why][:1]
 
     def holding(self, path: Path, roots: Iterable[Path]) -> Path | None:
         return next((r for r in roots if path == r or path.is_relative_to(r)), None)
@@ -233,12 +246,9 @@ class CommandPolicy:
                 found.append(Finding(option, INSTEAD["option"]))
             elif state:
                 found.append(Finding(state, INSTEAD["unconfined"]))
-        gits = [c for c in script.commands if Path(c.words[0]).name == "git"]
-        planted_config = None if self.workspace.confined or not gits else planted_setting(
-            self.workspace.root)
-        if planted_config:
-            found.append(Finding(f"{planted_config}, with no sandbox around git",
-                                 INSTEAD["unconfined"]))
+        if not self.workspace.confined:
+            found += [Finding(f"{why}, with no sandbox around git", INSTEAD["unconfined"])
+                      for why in self.workspace.git_code(script)]
         searched = [c.words[0] for c in script.commands
                     if "/" not in c.words[0] and c.words[0] not in ALWAYS_ALLOWED]
         if searched and self.workspace.relative_path is not None:
