@@ -214,6 +214,7 @@ BYPASSES = [
     ("mv sub sub2 && cd sub2 && git status", "`cd sub2` after `mv`"),
     ("git status > h | git stash", "writing `h` after `git stash`"),
     ("cp -r sub copy && git log > copy/x", "writing `copy/x` after `cp`"),
+    ("cd .git/hooks && git init -q", "writing `.`, inside .git/"),
     # git's ways to start a browser or a server.
     ("git help -w status", "`git help --web`, which starts a web browser"),
     ("git help --web log", "`git help --web`, which starts a web browser"),

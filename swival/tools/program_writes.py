@@ -242,7 +242,7 @@ def _git(args: list[str]) -> list[str]:
     if sub in ("push", "remote", "bundle"):
         return out + _git_elsewhere(sub, rest)
     if sub == "init":
-        out += given
+        out += given or ["."]  # no directory: the current one
     elif sub in ("clone", "worktree"):
         out += given[1:]  # clone: the destination, not the source; worktree: after `add` ...
     elif sub == "checkout-index":
