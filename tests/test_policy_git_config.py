@@ -39,6 +39,13 @@ PLANTED = [
     ("[alias]\n\tst = !touch pwned\n", "`alias.st`"),
     ("[alias]\n\tlg = -c core.pager=./x log\n", "`alias.lg`"),
     ("[core]\n\tfsmonitor = a \\\n\tb\n", "a line Swival cannot read"),
+    ("[core]\n\tpager = ./less\n", "`core.pager`"),
+    ("[core]\n\teditor = ./vi\n", "`core.editor`"),
+    ("[pager]\n\tlog = ./less\n", "`pager.log`"),
+    ('[submodule "lib"]\n\tupdate = !./run\n', "`submodule.lib.update`"),
+    ("[protocol]\n\tallow = always\n", "`protocol.allow`"),
+    ('[remote "origin"]\n\tvcs = ext\n', "`remote.origin.vcs`"),
+    ('[man "x"]\n\tcmd = ./run\n', "`man.x.cmd`"),
 ]
 HARMLESS = [
     "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n",
@@ -46,6 +53,8 @@ HARMLESS = [
     "[core]\n\thooksPath = .husky\n",  # hooks run on commits, as in any repository
     '[remote "origin"]\n\turl = https://example.com/r.git\n\tfetch = +refs/*:refs/*\n',
     "# a comment\n; another\n[user]\n\tname = Someone\n",
+    '[submodule "lib"]\n\tupdate = rebase\n\turl = ../lib\n',
+    "[pager]\n\tlog = false\n",
 ]
 
 

@@ -22,7 +22,11 @@ from pathlib import Path
 
 # section -> keys (lower case) whose value git runs as a program; "*": any subsection's key.
 RUNS = {
-    "core": {"fsmonitor", "sshcommand", "gitproxy", "askpass", "pager", "editor"},
+    "core": {"fsmonitor", "sshcommand", "gitproxy", "askpass", "pager", "editor",
+             "alternaterefscommand"},
+    "submodule": {"*update"},  # only `!command`: checkout, rebase, merge, none are git's
+    "protocol": {"allow", "*allow"},  # can let `ext::command` addresses run commands
+    "imap": {"tunnel"},
     "sequence": {"editor"},
     "pager": set(),  # every `pager.CMD = program`; true/false only switch it on or off
     "man": {"viewer", "*cmd", "*path"},
@@ -31,9 +35,9 @@ RUNS = {
     "diff": {"external", "*textconv", "*command"},
     "filter": {"*clean", "*smudge", "*process"},
     "merge": {"*driver"},
-    "gpg": {"program", "*program"},
+    "gpg": {"program", "*program", "*defaultkeycommand"},
     "credential": {"helper", "*helper"},
-    "remote": {"*uploadpack", "*receivepack", "*proxy"},
+    "remote": {"*uploadpack", "*receivepack", "*proxy", "*vcs"},
     "include": {"path"},
     "includeif": {"*path"},
     "alias": set(),  # every alias: `!cmd`, or options such as `-c` before a command
@@ -165,9 +169,11 @@ def _setting(text: str) -> str | None:
     for section, sub, key, value in entries:
         wanted = RUNS.get(section, set())
         any_key = section in ("alias", "pager") and not sub
-        if (any_key or ("*" + key if sub else key) in wanted) and value.lower() not in (
-                BOOLEAN if (section, key) in QUIET_WHEN_BOOLEAN or section == "pager"
-                else ()):
+        harmless = (BOOLEAN if (section, key) in QUIET_WHEN_BOOLEAN or section == "pager"
+                    else ())
+        if section == "submodule" and not value.startswith("!"):
+            continue
+        if (any_key or ("*" + key if sub else key) in wanted) and value.lower() not in harmless:
             name = ".".join(p for p in (section, sub, key) if p)
             return f"`{name}` ({WHAT.get(section, 'a program git runs')})"
     return None
