@@ -262,7 +262,8 @@ ARCHIVERS = "git,tar,zip,unzip,rsync"
 def test_one_shot_archivers_and_checkout_keep_outside_and_state(fake_server: Any,
                                                                 repo: Path) -> None:
     """With no sandbox, the repository ships a link `out` to a directory outside, a zip
-    holding `out/...` and `.git/hooks/...`, and a branch whose `.swival` is a link outside:
+    holding `out/...` and `.git/hooks/...`, a tar holding a hook, and a branch whose
+    `.swival` is a link outside:
     unzip, tar, zip and rsync write nothing outside or into .git/, `git checkout` of that
     branch is not run, so Swival's own state stays where it is; plain use still runs."""
     import zipfile
@@ -282,8 +283,12 @@ def test_one_shot_archivers_and_checkout_keep_outside_and_state(fake_server: Any
                 archive.writestr(member, "#!/bin/sh\ntouch pwned-member\n")
     git(repo, "add", "a.txt")
     subprocess.run(["tar", "-cf", "a.tar", "a.txt"], cwd=repo, check=True)
+    (repo / "planted" / ".git" / "hooks").mkdir(parents=True)
+    (repo / "planted" / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ntouch x\n")
+    subprocess.run(["tar", "-cf", "../hook.tar", ".git"], cwd=repo / "planted", check=True)
     attempts = ["git checkout -q evil", "git switch -q evil", "git reset -q --hard evil",
                 "unzip -o evil.zip", "unzip -o hook.zip", f"unzip -o ok.zip -d {outside}",
+                "tar -xf hook.tar", "tar xf hook.tar .git/hooks/pre-commit",
                 f"tar -xf a.tar -C {outside}", f"tar -cf {outside}/pwned.tar a.txt",
                 f"zip -q {outside}/pwned.zip a.txt", f"rsync -a a.txt {outside}/",
                 "git help -w status"]

@@ -236,7 +236,9 @@ BYPASSES = [
     ("tar --keep-directory-symlink -xf a.tar", "`tar --keep-directory-symlink`, which follows"),
     ("unzip a.zip -d {out}", "writing `{out}`, outside the workspace"),
     ("unzip -o -d .git/hooks a.zip", "writing `.git/hooks`, inside .git/"),
-    ("unzip missing.zip", "`unzip` of an archive Swival cannot list"),
+    ("unzip missing.zip", "`unzip` extracting an archive Swival cannot list"),
+    ("tar -xf missing.tar", "`tar` extracting an archive Swival cannot list"),
+    ("tar -x < notes.txt", "`tar` extracting an archive Swival cannot list"),
     ("unzip -: a.zip", "`unzip -:`, which writes members through `..`"),
     ("zip -r {out}/a.zip sub", "writing `{out}/a.zip`, outside the workspace"),
     ("zip -m a.zip {out}/x", "writing `{out}/x`, outside the workspace"),
@@ -603,8 +605,20 @@ def test_plain_writes_inside_the_workspace_run_unasked(ws: Workspace, command: s
 def test_archivers_and_plain_git_inside_the_workspace_run_unasked(ws: Workspace,
                                                                    command: str) -> None:
     _zip(ws.root / "a.zip", "plain.txt", "sub/x.txt")
+    _tar(ws.root / "a.tar", "plain.txt", "sub/x.txt")
+    _tar(ws.root / "a.tgz", "plain.txt")
     policy = CommandPolicy("git,tar,zip,unzip,rsync", workspace=ws)
     assert policy.approve(fill(command, ws)) is None
+
+
+def _tar(path: Path, *members: str) -> None:
+    import io
+    import tarfile
+    with tarfile.open(path, "w:gz" if path.suffix == ".tgz" else "w") as archive:
+        for member in members:
+            info = tarfile.TarInfo(member)
+            info.size = 2
+            archive.addfile(info, io.BytesIO(b"x\n"))
 
 
 def _zip(path: Path, *members: str) -> None:
@@ -629,6 +643,23 @@ def test_unzip_members_are_checked_where_they_would_land(
         record("allowlist bypass", f"--commands unzip: {command} holding {members[-1]}",
                "in-process", escaped=reason is None)
         assert reason is not None and named in reason, reason
+
+
+@pytest.mark.parametrize(("members", "named"), [
+    ((".git/hooks/pre-commit",), ".git/hooks/pre-commit`, inside .git/"),
+    (("ok.txt", ".swival/sessions/x.jsonl"), ".swival/sessions/x.jsonl`, inside"),
+    (("ok.txt", "../escape.txt"), "../escape.txt`, outside the workspace"),
+])
+def test_tar_members_are_checked_where_they_would_land(
+        ws: Workspace, members: tuple[str, ...], named: str) -> None:
+    _tar(ws.root / "evil.tgz", *members)
+    for command in ("tar -xzf evil.tgz", "tar xf evil.tgz", "tar --extract --file=evil.tgz",
+                    "cd sub && tar -xf ../evil.tgz -C .."):
+        reason = CommandPolicy("tar,cd", workspace=ws).approve(command)
+        record("allowlist bypass", f"--commands tar: {command} holding {members[-1]}",
+               "in-process", escaped=reason is None)
+        assert reason is not None and named in reason, reason
+    assert CommandPolicy("tar", workspace=ws).approve("tar -tzf evil.tgz") is None
 
 
 def test_git_updating_the_work_tree_runs_unasked_inside_the_sandbox(ws: Workspace) -> None:

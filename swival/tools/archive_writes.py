@@ -8,17 +8,19 @@ read wrongly as an operand only means one more path checked; `zip -m` and `rsync
 --remove-source-files` delete their sources, rsync writes the last one) and the files
 and directories their options name; unzip's `-d` directory.
 
-unzip writes each member of the archive under that directory, and follows a symlink
-already there (`out -> /elsewhere` with a member `out/file` writes `/elsewhere/file`), so
-`unpacked(args, cwd)` lists the archive's members as paths to check, or None when the
-archive cannot be listed. GNU tar replaces a symlink in the way instead, unless told
-otherwise: `risk` names the tar and unzip options that write outside the directory
-(`tar -P`, `--keep-directory-symlink`, `unzip -:`), and rsync's `-K`, which follows
-symlinked directories in the destination.
+`unpacked(name, args, cwd)` lists the members an extracting tar or unzip would write,
+as paths under the directory it extracts to, or None when the archive cannot be listed
+(then the command is asked about): a member may be `.git/hooks/pre-commit`, and unzip
+follows a symlink already there (`out -> /elsewhere` with a member `out/file` writes
+`/elsewhere/file`). GNU tar replaces such a symlink instead, unless told otherwise:
+`risk` names the tar and unzip options that write outside the directory (`tar -P`,
+`--keep-directory-symlink`, `unzip -:`), and rsync's `-K`, which follows symlinked
+directories in the destination.
 """
 
 from __future__ import annotations
 
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from swival.tools.argv import (
 )
 
 MEMBERS_LISTED = 20_000  # an archive with more members than this is asked about
+TAR_READ = 256 << 20  # a tar archive is read this far (after decompression) to list it
 TAR_VALUED = ("fCbgHIKLNTVXF", ("--file", "--directory", "--listed-incremental",
                                 "--index-file", "--volno-file", "--exclude", "--files-from",
                                 "--exclude-from", "--transform", "--xform", "--label",
@@ -92,12 +95,7 @@ def _tar(args: list[str]) -> list[str]:
     """tar's `-C` directories, its archive unless it only reads one, and its snapshots.
     The old style (`tar cfC a.tar dir`) gives each valued letter the next word in turn."""
     short, longs = TAR_VALUED
-    words = list(args)
-    if words and not words[0].startswith("-"):
-        letters = [c for c in words[0] if c in short]
-        values = words[1:1 + len(letters)]
-        words = [f"-{c}{v}" for c, v in zip(letters, values, strict=False)] + \
-            [f"-{c}" for c in words[0] if c not in short] + words[1 + len(letters):]
+    words = _tar_words(args)
     mode = [a for a in words if a.startswith("-") and not a.startswith("--")]
     reads = any(in_cluster(a, "xtd") for a in mode) or any(
         long_option(a, TAR_READS) for a in words)
@@ -113,10 +111,53 @@ def _tar(args: list[str]) -> list[str]:
     return out
 
 
-def unpacked(args: list[str], cwd: Path) -> list[str] | None:
-    """The paths `unzip` would write, relative to `cwd`: each member under the `-d`
-    directory; [] when it only lists, tests or prints; None when the archive cannot be
-    listed here (missing, not a zip, too many members)."""
+def _tar_words(args: list[str]) -> list[str]:
+    """tar's arguments with an old-style first word (`cfC a.tar dir`) spelled as options
+    (`-fa.tar -Cdir -c`): each valued letter takes the next word in turn."""
+    short = TAR_VALUED[0]
+    words = list(args)
+    if words and not words[0].startswith("-"):
+        letters = [c for c in words[0] if c in short]
+        values = words[1:1 + len(letters)]
+        words = [f"-{c}{v}" for c, v in zip(letters, values, strict=False)] + \
+            [f"-{c}" for c in words[0] if c not in short] + words[1 + len(letters):]
+    return words
+
+
+def unpacked(name: str, args: list[str], cwd: Path) -> list[str] | None:
+    """The paths an extracting `unzip` or `tar` would write, relative to `cwd`: each
+    member of the archive under the directory it extracts to; [] when the command does
+    not extract; None when the archive cannot be listed here (missing, stdin, a format
+    Python cannot read, too many members or too large)."""
+    if name in ("tar", "bsdtar"):
+        return _untarred(_tar_words(args), cwd)
+    return _unzipped(args, cwd) if name == "unzip" else []
+
+
+def _untarred(words: list[str], cwd: Path) -> list[str] | None:
+    extracts = any(is_cluster(a) and "x" in a for a in words) or any(
+        long_option(a, ("--extract", "--get")) for a in words)
+    if not extracts:
+        return []
+    archives = option_values(words, "f", ("--file",))
+    into = (option_values(words, "C", ("--directory",)) or ["."])[-1]
+    if len(archives) != 1 or archives[0] == "-":
+        return None
+    names: list[str] = []
+    try:
+        with tarfile.open(cwd / archives[0]) as archive:
+            for member in archive:
+                names.append(member.name)
+                if len(names) > MEMBERS_LISTED or member.offset > TAR_READ:
+                    return None
+    except (OSError, tarfile.TarError, EOFError, ValueError, RuntimeError):
+        return None
+    return [f"{into}/{name.lstrip('/')}" for name in names]
+
+
+def _unzipped(args: list[str], cwd: Path) -> list[str] | None:
+    """unzip's: each member under the `-d` directory; [] when it only lists, tests or
+    prints."""
     flags = [letter for a in args if is_cluster(a)
              for letter, _ in cluster_values(a, "dPx")]
     if any(letter in UNZIP_QUIET_MODES for letter in flags):

@@ -276,8 +276,7 @@ class CommandPolicy:
             found += [f for r in simple.redirects if r.target is not None
                       for f in self._target(r, cwds)]
             found += [f for r in writes for f in self._target(r, cwds, itself)]
-            if Path(simple.words[0]).name == "unzip":
-                found += self._unpacked(list(simple.words[1:]), cwds)
+            found += self._unpacked(list(simple.words), cwds)
             after = cwds
             if simple.words[0] == "cd":
                 problem, targets = self._cd(list(simple.words[1:]), cwds)
@@ -313,12 +312,15 @@ class CommandPolicy:
                 return [Finding(f"{label}, inside .git/ or .swival/", INSTEAD["write"])]
         return []
 
-    def _unpacked(self, args: list[str], cwds: set[Path]) -> list[Finding]:
-        """unzip writes each member, following symlinks already there: check them all."""
+    def _unpacked(self, words: list[str], cwds: set[Path]) -> list[Finding]:
+        """unzip and tar write each member of the archive (unzip through symlinks
+        already there): check them all."""
+        name = Path(words[0]).name
         for cwd in sorted(cwds):
-            members = unpacked(args, cwd)
+            members = unpacked(name, words[1:], cwd)
             if members is None:
-                return [Finding("`unzip` of an archive Swival cannot list", INSTEAD["write"])]
+                return [Finding(f"`{name}` extracting an archive Swival cannot list",
+                                INSTEAD["write"])]
             found = [f for m in members for f in self._target(Redirect(">", m), {cwd})]
             if found:
                 return found[:1]
