@@ -171,6 +171,23 @@ def test_a_hooks_path_of_the_repository_is_looked_at(tmp_path: Path) -> None:
     assert reason is not None and ".husky/pre-commit`, which git runs" in reason
 
 
+def test_submodules_settings_and_hooks_count_too(tmp_path: Path) -> None:
+    """`git status` runs git in each submodule, with the submodule's own configuration."""
+    root = _repo(tmp_path / "proj", "[core]\n\tbare = false\n")
+    module = root / ".git" / "modules" / "lib"
+    module.mkdir(parents=True)
+    (module / "config").write_text("[core]\n\tworktree = ../../../lib\n")
+    workspace = Workspace.of(ToolContext(root=root), {"PATH": "/usr/bin:/bin"})
+    assert CommandPolicy("git", workspace=workspace).approve("git status") is None
+    _hook(module / "hooks", "post-index-change")
+    reason = CommandPolicy("git", workspace=workspace).approve("git status")
+    assert reason is not None and "modules/lib/hooks/post-index-change`" in reason
+    (module / "hooks" / "post-index-change").unlink()
+    (module / "config").write_text("[core]\n\tfsmonitor = ./x\n")
+    reason = CommandPolicy("git", workspace=workspace).approve("git status")
+    assert reason is not None and "modules/lib/config` setting `core.fsmonitor`" in reason
+
+
 @needs_git
 def test_one_shot_git_status_does_not_run_a_planted_hook(fake_server: Any,
                                                          tmp_path: Path) -> None:

@@ -248,6 +248,12 @@ BYPASSES = [
     ("rsync -a --backup-dir={out} sub/ copy/", "writing `{out}`, outside the workspace"),
     ("rsync -a --delete sub/ .", "writing `.`, which is `"),
     ("rsync -aK sub/ copy/", "`rsync -K`, which follows symlinked directories"),
+    # A directory's contents copied into the project root bring their .git/ and .swival/.
+    ("rsync -a sub/ .", "writing `.`, which is `"),
+    ("rsync -a sub/. ../proj", "writing `../proj`, which is `"),
+    ("cp -r sub/. .", "writing `.`, which is `"),
+    ("cp -rT sub .", "writing `.`, which is `"),
+    ("cp -a --no-target-dir sub ./", "writing `./`, which is `"),
     # Without the sandbox, git may replace .swival/ with what a commit holds there.
     ("git checkout main", "`git checkout`, which updates the work tree from a commit"),
     ("git switch -q main", "`git switch`, which updates the work tree from a commit"),
@@ -584,6 +590,8 @@ WRITERS = "git,cp,mv,ln,touch,mkdir,chmod,install,tee,rm,sort,env,make,printf,ls
     "git bundle create --version 3 repo.bundle HEAD",
     "rm -rf sub",
     "cp notes.txt sub/..",
+    "cp -r sub/. copy",
+    "cp -rT sub copy",
     "env",
     "env -i A=1",
     "env -u HOME",
@@ -598,7 +606,8 @@ def test_plain_writes_inside_the_workspace_run_unasked(ws: Workspace, command: s
 @pytest.mark.parametrize("command", [
     "git help status", "git help -a", "git status --help", "tar -xf a.tar", "tar -xzf a.tgz -C sub",
     "tar -cf a.tar sub", "tar -tvf {out}/a.tar", "tar xf a.tar", "zip -r a.zip sub",
-    "rsync -a sub/ copy/", "rsync -a --delete sub/ copy/", "unzip -l a.zip", "unzip a.zip",
+    "rsync -a sub/ copy/", "rsync -a --delete sub/ copy/", "rsync -a sub/. copy",
+    "unzip -l a.zip", "unzip a.zip",
     "unzip -o a.zip -d sub", "git reset HEAD~1", "git stash list", "git worktree list",
     "git clone . sub/clone", "git checkout-index -a --prefix=export/",
 ])

@@ -74,8 +74,13 @@ def written(name: str, args: list[str]) -> list[str] | None:
 
 
 def deletes(name: str, args: list[str]) -> bool:
-    """Whether the command removes what it writes as a whole (rsync's `--delete`)."""
-    return name == "rsync" and any(long_option(a, RSYNC_DELETES) for a in args)
+    """Whether rsync may change what it writes as a whole: remove from it (`--delete`),
+    or copy a directory's contents into it (`src/`, `.`), its .git/ and .swival/ too."""
+    if name != "rsync":
+        return False
+    sources = operands(args)[:-1]
+    return any(long_option(a, RSYNC_DELETES) for a in args) or any(
+        s in (".", "..") or s.endswith(("/", "/.", "/..")) for s in sources)
 
 
 def risk(name: str, args: list[str]) -> str | None:

@@ -16,8 +16,10 @@ repository's `core.hooksPath` (samples and files that are not executable do not 
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 # section -> keys (lower case) whose value git runs as a program; "*": any subsection's key.
@@ -56,6 +58,7 @@ READS_ONLY = frozenset({
     "range-diff", "cherry", "check-ignore", "check-attr", "show-branch", "help", "version",
     "var", "count-objects", "verify-commit", "verify-tag",
 })
+SUBMODULES = 200  # submodule git directories looked at
 LARGEST = 1 << 20  # a config file larger than this is not read: it is asked about
 
 
@@ -111,7 +114,8 @@ def _configs(root: Path) -> list[tuple[Path | None, str]]:
 
 
 def _git_dirs(dot_git: Path) -> list[Path]:
-    """The repository's git directory and, for a worktree, its common directory."""
+    """The repository's git directory, for a worktree its common directory, and the git
+    directories of its submodules (`modules/NAME/`; `git status` runs git in each)."""
     folder = dot_git
     if dot_git.is_file():
         try:
@@ -127,7 +131,14 @@ def _git_dirs(dot_git: Path) -> list[Path]:
         folders.append((folder / common).resolve())
     except OSError:
         pass
-    return folders
+    modules = [config.parent for f in folders for config in _limited(f.glob("modules/**/config"))]
+    return folders + modules
+
+
+def _limited(found: Iterator[Path]) -> list[Path]:
+    """At most SUBMODULES of `found`; more, and the walk would cost too much to repeat
+    for every command."""
+    return list(itertools.islice(found, SUBMODULES))
 
 
 def _entries(text: str) -> list[tuple[str, str, str, str]]:

@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from swival.tools import archive_writes, sed_script
-from swival.tools.argv import cluster_values, is_cluster, long_option, operands, option_values
+from swival.tools.argv import (
+    cluster_values,
+    in_cluster,
+    is_cluster,
+    long_option,
+    operands,
+    option_values,
+)
 
 
 @dataclass(frozen=True)
@@ -304,8 +311,20 @@ def changes_itself(words: Sequence[str]) -> bool:
     """Whether the program changes or removes each path it writes as a whole (`rm -r`,
     `chmod -R`), rather than creating something in it: given the workspace itself, it
     reaches `.git/` and `.swival/` too."""
-    name = PurePath(words[0]).name
-    return name in CHANGES_ITSELF or archive_writes.deletes(name, list(words[1:]))
+    name, args = PurePath(words[0]).name, list(words[1:])
+    return name in CHANGES_ITSELF or archive_writes.deletes(name, args) or (
+        name == "cp" and _copies_contents(args))
+
+
+def _copies_contents(args: list[str]) -> bool:
+    """Whether `cp` copies a directory's contents into the destination (`cp -r src/. dst`,
+    `cp -rT src dst`), which then receives whatever the source holds, .git/ included."""
+    options = args[:args.index("--")] if "--" in args else args
+    if any(in_cluster(a, "T") or long_option(a, ("--no-target-directory",))
+           for a in options):
+        return True
+    given = operands(args, "tS", COPY_LONGS)
+    return any(g in (".", "..") or g.endswith(("/.", "/..")) for g in given[:-1])
 
 
 SPECIAL: dict[str, Callable[[list[str]], list[str]]] = {
