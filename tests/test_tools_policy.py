@@ -671,6 +671,25 @@ def test_tar_members_are_checked_where_they_would_land(
     assert CommandPolicy("tar", workspace=ws).approve("tar -tzf evil.tgz") is None
 
 
+@pytest.mark.parametrize(("command", "named"), [
+    ("tar -xzf wrapped.tgz --strip-components=1", ".git/hooks/pre-commit`, inside .git/"),
+    ("tar -xzf wrapped.tgz --strip-components 2", "hooks/pre-commit`, outside"),
+    ("tar -xzf wrapped.tgz --transform=s,^top,.git,", "`tar` extracting an archive Swival"),
+    ("tar -xzf wrapped.tgz --xform s,^top,.git,", "`tar` extracting an archive Swival"),
+    ("tar -xzf wrapped.tgz --one-top-level=.git", "`tar` extracting an archive Swival"),
+    ("unzip -j flat.zip", ".swival`, inside .git/ or .swival/"),
+])
+def test_renamed_members_are_checked_or_asked_about(ws: Workspace, command: str,
+                                                    named: str) -> None:
+    _tar(ws.root / "wrapped.tgz", "top/.git/hooks/pre-commit")
+    _zip(ws.root / "flat.zip", "deep/dir/.swival")
+    (ws.root / "hooks").symlink_to(ws.root.parent / "elsewhere")
+    reason = CommandPolicy("tar,unzip", workspace=ws).approve(command)
+    record("allowlist bypass", f"--commands tar,unzip: {command}", "in-process",
+           escaped=reason is None)
+    assert reason is not None and named in reason, reason
+
+
 def test_git_updating_the_work_tree_runs_unasked_inside_the_sandbox(ws: Workspace) -> None:
     confined = dataclasses.replace(ws, confined=True)
     for command in ("git checkout main", "git status > s.txt && git checkout main",

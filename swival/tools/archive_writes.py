@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import tarfile
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from swival.tools.argv import (
     cluster_values,
@@ -42,6 +42,8 @@ TAR_VALUED = ("fCbgHIKLNTVXF", ("--file", "--directory", "--listed-incremental",
                                 "--owner", "--group", "--mode", "--mtime", "--suffix",
                                 "--tape-length", "--starting-file", "--blocking-factor",
                                 "--record-size", "--use-compress-program"))
+# Options that rename members as they are extracted: where they land cannot be listed.
+TAR_RENAMES = ("--transform", "--xform", "--one-top-level")
 TAR_READS = ("--extract", "--get", "--list", "--diff", "--compare", "--test-label")
 TAR_CHANGES = ("--create", "--append", "--update", "--catenate", "--concatenate", "--delete")
 RSYNC_WRITES = ("--backup-dir", "--temp-dir", "--partial-dir", "--log-file", "--write-batch",
@@ -146,7 +148,10 @@ def _untarred(words: list[str], cwd: Path) -> list[str] | None:
         return []
     archives = option_values(words, "f", ("--file",))
     into = (option_values(words, "C", ("--directory",)) or ["."])[-1]
-    if len(archives) != 1 or archives[0] == "-":
+    strip = option_values(words, "", ("--strip-components",))
+    renames = any(long_option(a, TAR_RENAMES) for a in words)
+    if len(archives) != 1 or archives[0] == "-" or renames or not all(
+            n.isdigit() for n in strip):
         return None
     names: list[str] = []
     try:
@@ -157,7 +162,9 @@ def _untarred(words: list[str], cwd: Path) -> list[str] | None:
                     return None
     except (OSError, tarfile.TarError, EOFError, ValueError, RuntimeError):
         return None
-    return [f"{into}/{name.lstrip('/')}" for name in names]
+    cut = int(strip[-1]) if strip else 0
+    kept = ["/".join(name.lstrip("/").split("/")[cut:]) for name in names]
+    return [f"{into}/{name}" for name in kept if name]
 
 
 def _unzipped(args: list[str], cwd: Path) -> list[str] | None:
@@ -179,5 +186,7 @@ def _unzipped(args: list[str], cwd: Path) -> list[str] | None:
             continue
         if len(members) > MEMBERS_LISTED:
             return None
+        if "j" in flags:  # junk paths: each file lands under its own name
+            members = [PurePath(m).name for m in members if not m.endswith("/")]
         return [f"{into}/{member.lstrip('/')}" for member in members]
     return None
