@@ -713,3 +713,22 @@ def test_policy_wired_into_run_command(tmp_path: Path) -> None:
     allowed = registry.run(ToolCall("9", "run_command", {"command": "ls > listing"}), ctx)
     assert not allowed.is_error and allowed.meta["exit_code"] == 0
     assert (tmp_path / "listing").exists()
+
+
+@pytest.mark.parametrize("command", ["unzip a.zip", "tar -xf a.tar", "tar xf /dev/zero"])
+def test_an_archive_that_is_a_pipe_or_device_is_not_opened(ws: Workspace,
+                                                           command: str) -> None:
+    """Listing members must not wait on a FIFO the model made (or read a device)."""
+    import os
+    import threading
+    for name in ("a.zip", "a.tar"):
+        os.mkfifo(ws.root / name)
+    reasons: list[str | None] = []
+    worker = threading.Thread(target=lambda: reasons.append(
+        CommandPolicy("unzip,tar", workspace=ws).approve(command)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    record("hang", f"policy check of `{command}` on a FIFO or device", "in-process",
+           hung=worker.is_alive())
+    assert not worker.is_alive(), "the policy check waited on a pipe"
+    assert reasons[0] is not None and "an archive Swival cannot list" in reasons[0]

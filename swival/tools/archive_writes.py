@@ -32,6 +32,7 @@ from swival.tools.argv import (
     operands,
     option_values,
 )
+from swival.tools.regular import NotRegularFile, open_regular
 
 MEMBERS_LISTED = 20_000  # an archive with more members than this is asked about
 TAR_READ = 256 << 20  # a tar archive is read this far (after decompression) to list it
@@ -155,13 +156,13 @@ def _untarred(words: list[str], cwd: Path) -> list[str] | None:
         return None
     names: list[str] = []
     try:
-        with tarfile.open(cwd / archives[0]) as archive:
+        with open_regular(cwd / archives[0]) as f, tarfile.open(fileobj=f) as archive:
             for member in archive:
                 names.append(member.name)
                 if len(names) > MEMBERS_LISTED or member.offset > TAR_READ:
                     return None
-    except (OSError, tarfile.TarError, EOFError, ValueError, RuntimeError):
-        return None
+    except (OSError, NotRegularFile, tarfile.TarError, EOFError, ValueError, RuntimeError):
+        return None  # a pipe or device is never opened: the check would wait forever
     cut = int(strip[-1]) if strip else 0
     kept = ["/".join(name.lstrip("/").split("/")[cut:]) for name in names]
     return [f"{into}/{name}" for name in kept if name]
@@ -180,9 +181,9 @@ def _unzipped(args: list[str], cwd: Path) -> list[str] | None:
     into = (option_values(args, "d", ()) or ["."])[-1]
     for name in (given[0], given[0] + ".zip"):
         try:
-            with zipfile.ZipFile(cwd / name) as archive:
+            with open_regular(cwd / name) as f, zipfile.ZipFile(f) as archive:
                 members = archive.namelist()
-        except (OSError, zipfile.BadZipFile, ValueError, RuntimeError):
+        except (OSError, NotRegularFile, zipfile.BadZipFile, ValueError, RuntimeError):
             continue
         if len(members) > MEMBERS_LISTED:
             return None
