@@ -16,10 +16,8 @@ repository's `core.hooksPath` (samples and files that are not executable do not 
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 # section -> keys (lower case) whose value git runs as a program; "*": any subsection's key.
@@ -59,6 +57,7 @@ READS_ONLY = frozenset({
     "var", "count-objects", "verify-commit", "verify-tag",
 })
 SUBMODULES = 200  # submodule git directories looked at
+SKIPPED = frozenset({"objects", "refs", "logs", "hooks", "info", "lfs", "worktrees"})
 LARGEST = 1 << 20  # a config file larger than this is not read: it is asked about
 
 
@@ -131,14 +130,20 @@ def _git_dirs(dot_git: Path) -> list[Path]:
         folders.append((folder / common).resolve())
     except OSError:
         pass
-    modules = [config.parent for f in folders for config in _limited(f.glob("modules/**/config"))]
-    return folders + modules
+    return folders + [m for f in folders for m in _submodules(f / "modules")]
 
 
-def _limited(found: Iterator[Path]) -> list[Path]:
-    """At most SUBMODULES of `found`; more, and the walk would cost too much to repeat
-    for every command."""
-    return list(itertools.islice(found, SUBMODULES))
+def _submodules(top: Path) -> list[Path]:
+    """The git directories below `top` (at most SUBMODULES), without walking their
+    objects, refs and logs, which can hold many thousands of files."""
+    found: list[Path] = []
+    for folder, subfolders, files in os.walk(top):
+        if "config" in files:
+            found.append(Path(folder))
+            if len(found) >= SUBMODULES:
+                break
+        subfolders[:] = [d for d in subfolders if d not in SKIPPED]
+    return found
 
 
 def _entries(text: str) -> list[tuple[str, str, str, str]]:
