@@ -11,9 +11,12 @@ Modes:
   workspace; the program is not looked up in a relative PATH entry or one inside the
   workspace; and every redirection, and every file a program is told to write (`sed -i`,
   `sort -o`, `tee`, ...), writes inside the workspace but outside `.git/` and `.swival/`,
-  or to `/dev/null`, or duplicates a descriptor (`2>&1`); input redirections read inside
-  the readable directories. Anything else is refused
-  with a reason naming what was found and what to do instead.
+  or to `/dev/null`, or duplicates a descriptor (`2>&1`), and so does every member an
+  extracting tar or unzip would write; input redirections read inside the readable
+  directories. Without the sandbox, git also needs approval when it would update the
+  work tree (a commit can replace `.swival/`) or when the project's own repository
+  configures a program or hook for it (git_config). Anything else is refused with a
+  reason naming what was found and what to do instead.
 - "ask": the same check. What passes runs; anything else goes to the injected callback
   as a `Question`: "once" runs it, "always" runs it and adds its unlisted programs to the
   allowlist for the session (nothing more), "deny" refuses it. A command that needs

@@ -8,9 +8,15 @@ unless they make links), the files of `sed -i`, `sort -o`, `uniq IN OUT`, `dd of
 git's own: `--output`, `-o`, `--separate-git-dir`, the directory of `git init`, `git
 clone`'s destination, `git worktree` paths, `git bundle create`'s file, `git
 checkout-index --prefix`, the local repository of `git push` and `git remote add`; for a
-copy into a directory, each source's name there. The policy checks each like an output
-redirection; `changes_itself` tells which programs may not name a workspace directory
-itself, and `unknown_option` finds a long option a writer is not known to take.
+copy into a directory, each source's name there; for tar, zip, unzip and rsync what
+archive_writes finds. The policy checks each like an output redirection;
+`changes_itself` tells which programs may not name a workspace directory itself (also
+`cp -r src/. dst`, which pours a directory's contents into it), and `unknown_option`
+finds a long option a writer is not known to take.
+
+`replaces_state(words)` says why a git command may replace Swival's own `.swival/` with
+what a commit holds (it updates the work tree, and git removes ignored files in the way);
+the policy asks about it when no sandbox keeps `.swival/` read-only.
 
 `makes_links(words)` says whether the command can create, replace or move a symlink or a
 hard link (`ln`, `cp`, `mv`, archive extractors, git commands that update the work tree):
