@@ -46,6 +46,7 @@ PLANTED = [
     ("[protocol]\n\tallow = always\n", "`protocol.allow`"),
     ('[remote "origin"]\n\tvcs = ext\n', "`remote.origin.vcs`"),
     ('[man "x"]\n\tcmd = ./run\n', "`man.x.cmd`"),
+    ("[help]\n\tformat = web\n", "`help.format`"),  # `git log --help` starts a browser
 ]
 HARMLESS = [
     "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n",
@@ -55,6 +56,7 @@ HARMLESS = [
     "# a comment\n; another\n[user]\n\tname = Someone\n",
     '[submodule "lib"]\n\tupdate = rebase\n\turl = ../lib\n',
     "[pager]\n\tlog = false\n",
+    "[help]\n\tformat = man\n\tautoCorrect = 0\n",
 ]
 
 

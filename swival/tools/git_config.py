@@ -32,6 +32,7 @@ RUNS = {
     "man": {"viewer", "*cmd", "*path"},
     "browser": {"*cmd", "*path"},
     "web": {"browser"},
+    "help": {"browser", "format"},
     "diff": {"external", "*textconv", "*command"},
     "filter": {"*clean", "*smudge", "*process"},
     "merge": {"*driver"},
@@ -45,7 +46,9 @@ RUNS = {
 WHAT = {"include": "another configuration file git reads",
         "includeif": "another configuration file git reads",
         "alias": "a command of its own, which can run a program"}
-QUIET_WHEN_BOOLEAN = {("core", "fsmonitor")}  # core.fsmonitor = true is git's own daemon
+# Values that run nothing: core.fsmonitor = true is git's own daemon, help.format = man
+# shows a manual page (web starts a browser).
+HARMLESS = {("core", "fsmonitor"): "boolean", ("help", "format"): {"man", "info", ""}}
 BOOLEAN = {"", "true", "false", "yes", "no", "on", "off", "1", "0"}
 HEADER = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\](.*)$')
 ENTRY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
@@ -185,8 +188,9 @@ def _setting(text: str) -> str | None:
     for section, sub, key, value in entries:
         wanted = RUNS.get(section, set())
         any_key = section in ("alias", "pager") and not sub
-        harmless = (BOOLEAN if (section, key) in QUIET_WHEN_BOOLEAN or section == "pager"
-                    else ())
+        harmless = HARMLESS.get((section, key), "boolean" if section == "pager" else ())
+        if harmless == "boolean":
+            harmless = BOOLEAN
         if section == "submodule" and not value.startswith("!"):
             continue
         if (any_key or ("*" + key if sub else key) in wanted) and value.lower() not in harmless:
