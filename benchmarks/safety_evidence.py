@@ -35,6 +35,7 @@ TESTS = (
     "tests/test_e2e_state.py",
     "tests/test_tools_policy.py",
     "tests/test_policy_e2e.py",
+    "tests/test_policy_git_config.py",
     "tests/test_sandbox.py",
     "tests/test_sandbox_e2e.py",
     "tests/test_trust.py",

@@ -253,3 +253,71 @@ def test_one_shot_writers_allowlist_plants_nothing(fake_server: Any, repo: Path)
     plain = tool_results(server.requests[2])[-2:]
     assert "[exit code 0]" in plain[0] and (repo / "b.txt").read_text() == "a\n"
     assert "b.txt" in plain[1] and "[exit code 0]" in plain[1]
+
+
+ARCHIVERS = "git,tar,zip,unzip,rsync"
+
+
+@needs_git
+def test_one_shot_archivers_and_checkout_keep_outside_and_state(fake_server: Any,
+                                                                repo: Path) -> None:
+    """With no sandbox, the repository ships a link `out` to a directory outside, a zip
+    holding `out/...` and `.git/hooks/...`, a tar holding a hook, and a branch whose
+    `.swival` is a link outside:
+    unzip, tar, zip and rsync write nothing outside or into .git/, `git checkout` of that
+    branch is not run, so Swival's own state stays where it is; plain use still runs."""
+    import zipfile
+
+    outside = repo.parent / "outside"
+    (outside / "stolen").mkdir()
+    git(repo, "checkout", "-q", "-b", "evil")
+    (repo / ".swival").symlink_to(outside / "stolen")
+    git(repo, "add", ".swival")
+    git(repo, "commit", "-q", "-m", "state elsewhere")
+    git(repo, "checkout", "-q", "-")
+    (repo / "out").symlink_to(outside)
+    for name, members in (("evil.zip", ["out/pwned-zip"]), ("hook.zip", [".git/hooks/pre-commit"]),
+                          ("ok.zip", ["unpacked.txt"])):
+        with zipfile.ZipFile(repo / name, "w") as archive:
+            for member in members:
+                archive.writestr(member, "#!/bin/sh\ntouch pwned-member\n")
+    git(repo, "add", "a.txt")
+    subprocess.run(["tar", "-cf", "a.tar", "a.txt"], cwd=repo, check=True)
+    (repo / "planted" / ".git" / "hooks").mkdir(parents=True)
+    (repo / "planted" / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ntouch x\n")
+    subprocess.run(["tar", "-cf", "../hook.tar", ".git"], cwd=repo / "planted", check=True)
+    attempts = ["git checkout -q evil", "git switch -q evil", "git reset -q --hard evil",
+                "unzip -o evil.zip", "unzip -o hook.zip", f"unzip -o ok.zip -d {outside}",
+                "tar -xf hook.tar", "tar xf hook.tar .git/hooks/pre-commit",
+                f"tar -xf a.tar -C {outside}", f"tar -cf {outside}/pwned.tar a.txt",
+                f"zip -q {outside}/pwned.zip a.txt", f"rsync -a a.txt {outside}/",
+                "git help -w status"]
+    server: FakeServer = fake_server(kind="llamacpp", window=32_768).script(
+        tools([("run_command", {"command": c}) for c in attempts]),
+        tools([("run_command", {"command": "unzip -o ok.zip"}),
+               ("run_command", {"command": "tar -xf a.tar -C unpacked"}),
+               ("run_command", {"command": "git status --short"})]),
+        text("done"),
+    )
+    (repo / "unpacked").mkdir()
+    before = sorted(p.name for p in outside.rglob("*"))
+    hooks = sorted(p.name for p in (repo / ".git" / "hooks").iterdir())
+    result = run_swival(server, repo, "--commands", ARCHIVERS, "--sandbox", "off",
+                        "--max-turns", "5", "-p", "try")
+    refused = tool_results(server.requests[1])
+    state = repo / ".swival"
+    escaped = (sorted(p.name for p in outside.rglob("*")) != before or state.is_symlink()
+               or sorted(p.name for p in (repo / ".git" / "hooks").iterdir()) != hooks)
+    for command, answer in zip(attempts, refused, strict=False):
+        record("allowlist bypass", f"--commands {ARCHIVERS} --sandbox off: {command}",
+               "swival", escaped=escaped or not answer.startswith("command refused: "),
+               traceback="Traceback" in result.stderr)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert len(refused) == len(attempts)
+    assert all(r.startswith("command refused: ") for r in refused), refused
+    assert "could replace Swival's own .swival/" in refused[0]
+    assert "`git help --web`" in refused[-1]
+    assert not escaped and state.is_dir() and any((state / "sessions").iterdir())
+    plain = tool_results(server.requests[2])[-3:]
+    assert all("[exit code 0]" in p for p in plain), plain
+    assert (repo / "unpacked.txt").exists() and (repo / "unpacked" / "a.txt").exists()

@@ -31,6 +31,7 @@ from swival.state import (
     spill_folder,
     spill_stream,
     spill_text,
+    undo_folder,
 )
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
@@ -399,3 +400,26 @@ def test_each_record_writes_its_seal_once_and_a_failed_seal_is_written_later(
     sizes = [len(line) + 1 for line in path.read_bytes().split(b"\n")[:-1]]
     assert seals == [sizes[0], sizes[0], sum(sizes[:2]), sum(sizes)]
     assert index.changed(tmp_path, "s1") is None
+
+
+def test_a_swival_replaced_by_a_link_mid_session_receives_nothing(tmp_path: Path) -> None:
+    """A command checked out a commit whose `.swival` is a link (answered yes, no
+    sandbox): spill files and undo records are not written through it."""
+    from swival.tools.undo import UndoJournal
+
+    root, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root.mkdir()
+    state = prepare_state_dir(root)
+    (root / "f.txt").write_text("x\n")
+    os.rename(state, tmp_path / "old-state")
+    state.symlink_to(elsewhere)
+    with pytest.raises(OSError, match="behind a symlink"):
+        spill_text("big output", spill_folder(state, "s1"), "cmd")
+    with pytest.raises(OSError, match="behind a symlink"):
+        journal = UndoJournal(undo_folder(state, "s1"))
+        journal.begin("edit")
+        journal.keep(root / "f.txt", "f.txt")
+    record("path escape", "spill and undo writes after .swival became a link", "in-process",
+           escaped=any(elsewhere.iterdir()))
+    assert not any(elsewhere.iterdir())

@@ -214,6 +214,55 @@ BYPASSES = [
     ("mv sub sub2 && cd sub2 && git status", "`cd sub2` after `mv`"),
     ("git status > h | git stash", "writing `h` after `git stash`"),
     ("cp -r sub copy && git log > copy/x", "writing `copy/x` after `cp`"),
+    ("cd .git/hooks && git init -q", "writing `.`, inside .git/"),
+    # git's ways to start a browser or a server.
+    ("git help -w status", "`git help --web`, which starts a web browser"),
+    ("git help --web log", "`git help --web`, which starts a web browser"),
+    ("git help --we log", "`git help --web`, which starts a web browser"),
+    ("git help -aw", "`git help --web`, which starts a web browser"),
+    ("git web--browse http://example.com", "`git web--browse`, which runs other programs"),
+    ("git instaweb --httpd=python", "`git instaweb`, which runs other programs"),
+    # Archivers and copiers: where their command lines and archives say they write.
+    ("tar -xf a.tar -C {out}", "writing `{out}`, outside the workspace"),
+    ("tar --extract --file a.tar --dir={out}", "writing `{out}`, outside the workspace"),
+    ("tar xfC a.tar {out}", "writing `{out}`, outside the workspace"),
+    ("tar -czf {out}/a.tgz sub", "writing `{out}/a.tgz`, outside the workspace"),
+    ("tar cf {out}/a.tar sub", "writing `{out}/a.tar`, outside the workspace"),
+    ("tar -cf .git/hooks/pre-commit sub", "writing `.git/hooks/pre-commit`, inside"),
+    ("tar -cf a.tar -g {out}/snap sub", "writing `{out}/snap`, outside the workspace"),
+    ("tar -cf a.tar --remove-files {out}/x", "writing `{out}/x`, outside the workspace"),
+    ("tar -xPf a.tar", "`tar -P`, which writes members at absolute paths"),
+    ("tar --absolute-n -xf a.tar", "`tar --absolute-n`, which writes members at absolute"),
+    ("tar --keep-directory-symlink -xf a.tar", "`tar --keep-directory-symlink`, which follows"),
+    ("unzip a.zip -d {out}", "writing `{out}`, outside the workspace"),
+    ("unzip -o -d .git/hooks a.zip", "writing `.git/hooks`, inside .git/"),
+    ("unzip missing.zip", "`unzip` extracting an archive Swival cannot list"),
+    ("tar -xf missing.tar", "`tar` extracting an archive Swival cannot list"),
+    ("tar -x < notes.txt", "`tar` extracting an archive Swival cannot list"),
+    ("unzip -: a.zip", "`unzip -:`, which writes members through `..`"),
+    ("zip -r {out}/a.zip sub", "writing `{out}/a.zip`, outside the workspace"),
+    ("zip -m a.zip {out}/x", "writing `{out}/x`, outside the workspace"),
+    ("zip -r a.zip sub -O {out}/b.zip", "writing `{out}/b.zip`, outside the workspace"),
+    ("rsync -a sub/ {out}/", "writing `{out}/`, outside the workspace"),
+    ("rsync -a sub/ .swival/", "writing `.swival/`, inside"),
+    ("rsync -a --backup-dir={out} sub/ copy/", "writing `{out}`, outside the workspace"),
+    ("rsync -a --delete sub/ .", "writing `.`, which is `"),
+    ("rsync -aK sub/ copy/", "`rsync -K`, which follows symlinked directories"),
+    # A directory's contents copied into the project root bring their .git/ and .swival/.
+    ("rsync -a sub/ .", "writing `.`, which is `"),
+    ("rsync -a sub/. ../proj", "writing `../proj`, which is `"),
+    ("cp -r sub/. .", "writing `.`, which is `"),
+    ("cp -rT sub .", "writing `.`, which is `"),
+    ("cp -a --no-target-dir sub ./", "writing `./`, which is `"),
+    # Without the sandbox, git may replace .swival/ with what a commit holds there.
+    ("git checkout main", "`git checkout`, which updates the work tree from a commit"),
+    ("git switch -q main", "`git switch`, which updates the work tree from a commit"),
+    ("git reset --hard HEAD~1", "`git reset`, which updates the work tree"),
+    ("git merge evil", "`git merge`, which updates the work tree"),
+    ("git pull", "`git pull`, which updates the work tree"),
+    ("git stash pop", "`git stash`, which updates the work tree"),
+    ("git restore .", "`git restore`, which updates the work tree"),
+    ("git checkout-index -a -f", "`git checkout-index`, which updates the work tree"),
 ]
 
 ALLOWED = [
@@ -532,8 +581,6 @@ WRITERS = "git,cp,mv,ln,touch,mkdir,chmod,install,tee,rm,sort,env,make,printf,ls
     "git bundle create repo.bundle HEAD",
     "git format-patch --to=someone@example.com -1",
     "git checkout-index --temp notes.txt",
-    "git checkout main",
-    "git status > s.txt && git checkout main",
     "git config --global --get user.name",
     "git config --list --show-origin",
     "git clean -fd",
@@ -543,6 +590,8 @@ WRITERS = "git,cp,mv,ln,touch,mkdir,chmod,install,tee,rm,sort,env,make,printf,ls
     "git bundle create --version 3 repo.bundle HEAD",
     "rm -rf sub",
     "cp notes.txt sub/..",
+    "cp -r sub/. copy",
+    "cp -rT sub copy",
     "env",
     "env -i A=1",
     "env -u HOME",
@@ -552,6 +601,100 @@ WRITERS = "git,cp,mv,ln,touch,mkdir,chmod,install,tee,rm,sort,env,make,printf,ls
 ])
 def test_plain_writes_inside_the_workspace_run_unasked(ws: Workspace, command: str) -> None:
     assert CommandPolicy(WRITERS, workspace=ws).approve(command) is None
+
+
+@pytest.mark.parametrize("command", [
+    "git help status", "git help -a", "git status --help", "tar -xf a.tar", "tar -xzf a.tgz -C sub",
+    "tar -cf a.tar sub", "tar -tvf {out}/a.tar", "tar xf a.tar", "zip -r a.zip sub",
+    "rsync -a sub/ copy/", "rsync -a --delete sub/ copy/", "rsync -a sub/. copy",
+    "unzip -l a.zip", "unzip a.zip",
+    "unzip -o a.zip -d sub", "git reset HEAD~1", "git stash list", "git worktree list",
+    "git clone . sub/clone", "git checkout-index -a --prefix=export/",
+])
+def test_archivers_and_plain_git_inside_the_workspace_run_unasked(ws: Workspace,
+                                                                   command: str) -> None:
+    _zip(ws.root / "a.zip", "plain.txt", "sub/x.txt")
+    _tar(ws.root / "a.tar", "plain.txt", "sub/x.txt")
+    _tar(ws.root / "a.tgz", "plain.txt")
+    policy = CommandPolicy("git,tar,zip,unzip,rsync", workspace=ws)
+    assert policy.approve(fill(command, ws)) is None
+
+
+def _tar(path: Path, *members: str) -> None:
+    import io
+    import tarfile
+    with tarfile.open(path, "w:gz" if path.suffix == ".tgz" else "w") as archive:
+        for member in members:
+            info = tarfile.TarInfo(member)
+            info.size = 2
+            archive.addfile(info, io.BytesIO(b"x\n"))
+
+
+def _zip(path: Path, *members: str) -> None:
+    import zipfile
+    with zipfile.ZipFile(path, "w") as archive:
+        for member in members:
+            archive.writestr(member, "x\n")
+
+
+@pytest.mark.parametrize(("members", "named"), [
+    (("out/file",), "out/file`, outside the workspace"),  # `out` leads elsewhere
+    ((".git/hooks/pre-commit",), ".git/hooks/pre-commit`, inside .git/"),
+    ((".SWIVAL/sessions/x.jsonl",), ".SWIVAL/sessions/x.jsonl`, inside .git/ or .swival/"),
+    (("ok.txt", "../escape.txt"), "../escape.txt`, outside the workspace"),
+])
+def test_unzip_members_are_checked_where_they_would_land(
+        ws: Workspace, members: tuple[str, ...], named: str) -> None:
+    """unzip follows a symlink already in the workspace (`out` leads outside)."""
+    _zip(ws.root / "evil.zip", *members)
+    for command in ("unzip evil.zip", "unzip -o evil", "cd sub && unzip ../evil.zip -d .."):
+        reason = CommandPolicy("unzip,cd", workspace=ws).approve(command)
+        record("allowlist bypass", f"--commands unzip: {command} holding {members[-1]}",
+               "in-process", escaped=reason is None)
+        assert reason is not None and named in reason, reason
+
+
+@pytest.mark.parametrize(("members", "named"), [
+    ((".git/hooks/pre-commit",), ".git/hooks/pre-commit`, inside .git/"),
+    (("ok.txt", ".swival/sessions/x.jsonl"), ".swival/sessions/x.jsonl`, inside"),
+    (("ok.txt", "../escape.txt"), "../escape.txt`, outside the workspace"),
+])
+def test_tar_members_are_checked_where_they_would_land(
+        ws: Workspace, members: tuple[str, ...], named: str) -> None:
+    _tar(ws.root / "evil.tgz", *members)
+    for command in ("tar -xzf evil.tgz", "tar xf evil.tgz", "tar --extract --file=evil.tgz",
+                    "cd sub && tar -xf ../evil.tgz -C .."):
+        reason = CommandPolicy("tar,cd", workspace=ws).approve(command)
+        record("allowlist bypass", f"--commands tar: {command} holding {members[-1]}",
+               "in-process", escaped=reason is None)
+        assert reason is not None and named in reason, reason
+    assert CommandPolicy("tar", workspace=ws).approve("tar -tzf evil.tgz") is None
+
+
+@pytest.mark.parametrize(("command", "named"), [
+    ("tar -xzf wrapped.tgz --strip-components=1", ".git/hooks/pre-commit`, inside .git/"),
+    ("tar -xzf wrapped.tgz --strip-components 2", "hooks/pre-commit`, outside"),
+    ("tar -xzf wrapped.tgz --transform=s,^top,.git,", "`tar` extracting an archive Swival"),
+    ("tar -xzf wrapped.tgz --xform s,^top,.git,", "`tar` extracting an archive Swival"),
+    ("tar -xzf wrapped.tgz --one-top-level=.git", "`tar` extracting an archive Swival"),
+    ("unzip -j flat.zip", ".swival`, inside .git/ or .swival/"),
+])
+def test_renamed_members_are_checked_or_asked_about(ws: Workspace, command: str,
+                                                    named: str) -> None:
+    _tar(ws.root / "wrapped.tgz", "top/.git/hooks/pre-commit")
+    _zip(ws.root / "flat.zip", "deep/dir/.swival")
+    (ws.root / "hooks").symlink_to(ws.root.parent / "elsewhere")
+    reason = CommandPolicy("tar,unzip", workspace=ws).approve(command)
+    record("allowlist bypass", f"--commands tar,unzip: {command}", "in-process",
+           escaped=reason is None)
+    assert reason is not None and named in reason, reason
+
+
+def test_git_updating_the_work_tree_runs_unasked_inside_the_sandbox(ws: Workspace) -> None:
+    confined = dataclasses.replace(ws, confined=True)
+    for command in ("git checkout main", "git status > s.txt && git checkout main",
+                    "git pull", "git reset --hard"):
+        assert CommandPolicy("git", workspace=confined).approve(command) is None, command
 
 
 def test_policy_wired_into_run_command(tmp_path: Path) -> None:
@@ -570,3 +713,22 @@ def test_policy_wired_into_run_command(tmp_path: Path) -> None:
     allowed = registry.run(ToolCall("9", "run_command", {"command": "ls > listing"}), ctx)
     assert not allowed.is_error and allowed.meta["exit_code"] == 0
     assert (tmp_path / "listing").exists()
+
+
+@pytest.mark.parametrize("command", ["unzip a.zip", "tar -xf a.tar", "tar xf /dev/zero"])
+def test_an_archive_that_is_a_pipe_or_device_is_not_opened(ws: Workspace,
+                                                           command: str) -> None:
+    """Listing members must not wait on a FIFO the model made (or read a device)."""
+    import os
+    import threading
+    for name in ("a.zip", "a.tar"):
+        os.mkfifo(ws.root / name)
+    reasons: list[str | None] = []
+    worker = threading.Thread(target=lambda: reasons.append(
+        CommandPolicy("unzip,tar", workspace=ws).approve(command)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    record("hang", f"policy check of `{command}` on a FIFO or device", "in-process",
+           hung=worker.is_alive())
+    assert not worker.is_alive(), "the policy check waited on a pipe"
+    assert reasons[0] is not None and "an archive Swival cannot list" in reasons[0]

@@ -179,3 +179,27 @@ def test_untrusted_project_cannot_undo_the_users_own_protections(
     assert "write_file" not in offered and not (root / "planted.txt").exists()
     first = result.stderr.splitlines()[0]
     assert "ignoring edits, read_only, sandbox, commands." in first and "--trust" in first
+
+
+def test_untrusted_project_cannot_switch_the_users_mcp_servers_back_on(
+        fake_server: Any, tmp_path: Path) -> None:
+    """The user keeps a server configured but `mcp = false`; a cloned project's `mcp =
+    true` would start it (a program): held back, the server never starts."""
+    root = tmp_path / "cloned"
+    (root / ".git").mkdir(parents=True)
+    (root / "swival.toml").write_text("mcp = true\n")
+    started = tmp_path / "server-started"
+    mine = root / ".xdg" / "swival" / "config.toml"  # run_swival's XDG_CONFIG_HOME
+    mine.parent.mkdir(parents=True)
+    mine.write_text(f'mcp = false\n[mcp_servers.tools]\ncommand = "sh"\n'
+                    f'args = ["-c", "touch {started}"]\nstartup_timeout = 5\n')
+    server = fake_server(kind="llamacpp").script(text("Finished."))
+    result = run_swival(server, root, "-p", "hello")
+    record("untrusted config key", "mcp = true over the user's mcp = false", "swival",
+           escaped=started.exists(), traceback="Traceback" in result.stderr)
+    assert result.returncode == 0, result.stderr
+    assert not started.exists()
+    assert "ignoring mcp." in result.stderr and "--trust" in result.stderr
+    trusted = run_swival(fake_server(kind="llamacpp").script(text("Finished.")), root,
+                         "--trust", "-p", "hello")
+    assert "Traceback" not in trusted.stderr and started.exists()  # trust starts it

@@ -182,7 +182,8 @@ KEYS: tuple[Key, ...] = (
     Key("compaction_target", float, 0.55, "Compact down to this share of the input budget "
         "(below compaction_trigger)", minimum=0.05, maximum=1),
     Key("proactive_summaries", bool, False, "Summarize every 10 turns as a safety net"),
-    Key("mcp", bool, True, "Start the MCP servers of mcp_servers (false: none this run)"),
+    Key("mcp", bool, True, "Start the MCP servers of mcp_servers (false: none this run)",
+        trusted_only=True, safer=looseness.off),
     Key("mcp_servers", dict, {}, "MCP servers, one [mcp_servers.NAME] table each",
         trusted_only=True, safer=looseness.servers_kept, fields=MCP_SERVER_FIELDS,
         check=_mcp_server_problems),

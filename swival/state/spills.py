@@ -21,9 +21,11 @@ NUMBER = re.compile(r"-(\d+)\.txt$")
 def _create(folder: Path, stem: str) -> tuple[Path, BinaryIO]:
     """A new file `<stem>-<n>.txt` in `folder` (created on demand), opened exclusively:
     an existing name, or a symlink planted under it, is never written through."""
+    # `.swival` itself may have become a link since start-up (a command checked out a
+    # commit holding one): never create or write anything through it.
+    if any(p.is_symlink() for p in (folder.parent.parent, folder.parent, folder)):
+        raise OSError(f"{folder} is behind a symlink")
     folder.mkdir(parents=True, exist_ok=True)
-    if folder.is_symlink():
-        raise OSError(f"{folder} is a symlink")
     base = SAFE_NAME.sub("_", stem)[:60] or "result"
     start = len([name for name in os.listdir(folder) if name != LIVE]) + 1
     for n in range(start, start + 10_000):
@@ -147,9 +149,11 @@ class SpillClaim:
 def claim_spills(folder: Path) -> SpillClaim:
     """Create `folder` if needed and hold it for this session (see SpillClaim). Raises
     OSError when it cannot be created or held."""
+    # `.swival` itself may have become a link since start-up (a command checked out a
+    # commit holding one): never create or write anything through it.
+    if any(p.is_symlink() for p in (folder.parent.parent, folder.parent, folder)):
+        raise OSError(f"{folder} is behind a symlink")
     folder.mkdir(parents=True, exist_ok=True)
-    if folder.is_symlink():
-        raise OSError(f"{folder} is a symlink")
     for _ in range(10):
         fd = os.open(folder / LIVE, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
                      0o600)

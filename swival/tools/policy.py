@@ -11,9 +11,12 @@ Modes:
   workspace; the program is not looked up in a relative PATH entry or one inside the
   workspace; and every redirection, and every file a program is told to write (`sed -i`,
   `sort -o`, `tee`, ...), writes inside the workspace but outside `.git/` and `.swival/`,
-  or to `/dev/null`, or duplicates a descriptor (`2>&1`); input redirections read inside
-  the readable directories. Anything else is refused
-  with a reason naming what was found and what to do instead.
+  or to `/dev/null`, or duplicates a descriptor (`2>&1`), and so does every member an
+  extracting tar or unzip would write; input redirections read inside the readable
+  directories. Without the sandbox, git also needs approval when it would update the
+  work tree (a commit can replace `.swival/`) or when the project's own repository
+  configures a program or hook for it (git_config). Anything else is refused with a
+  reason naming what was found and what to do instead.
 - "ask": the same check. What passes runs; anything else goes to the injected callback
   as a `Question`: "once" runs it, "always" runs it and adds its unlisted programs to the
   allowlist for the session (nothing more), "deny" refuses it. A command that needs
@@ -31,22 +34,25 @@ from pathlib import Path
 
 from swival.errors import ConfigError
 from swival.tools.approval import Refusal
+from swival.tools.archive_writes import unpacked
 from swival.tools.base import ToolContext
+from swival.tools.git_config import hook
+from swival.tools.git_config import planted as planted_setting
+from swival.tools.policy_links import DEVICES, after_links
 from swival.tools.program_rules import risk
 from swival.tools.program_writes import (
     changes_itself,
     git_subcommand,
-    makes_links,
+    replaces_state,
     unknown_option,
     written_files,
 )
-from swival.tools.shell_parse import Redirect, Script, SimpleCommand, parse
+from swival.tools.shell_parse import Redirect, Script, parse
 from swival.tools.workspace import protected_part, readable_roots, writable_roots
 
 KEYWORD_MODES = ("ask", "all", "none")
 ALWAYS_ALLOWED = frozenset({"cd", "pwd", "true", "false"})
 PROGRAM_NAME = re.compile(r"^[\w.+/-]+$")
-DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 
 HOW_TO_ALLOW = ("restart with --commands all, --yolo, or an allowlist such as "
                 "--commands git,pytest (config key `commands`)")
@@ -62,6 +68,7 @@ INSTEAD = {
               "or uv) brings back the parser, the packages tree-sitter and tree-sitter-bash.",
     "links": "run the command that creates or moves links on its own, then check the "
              "result before writing there",
+    "unconfined": "ask the user to run it, or to run Swival with the command sandbox (bubblewrap)",
 }
 
 
@@ -101,7 +108,8 @@ class Workspace:
     The default has no directories at all: every file redirection and `cd` is found.
     `relative_path` is the first relative entry of the commands' PATH (a program name
     could then find a file the model wrote); `search` the absolute entries, in order;
-    `cdpath` says CDPATH is set (a `cd` could then go elsewhere)."""
+    `cdpath` says CDPATH is set (a `cd` could then go elsewhere); `confined` that commands
+    run in the sandbox, where `.git/` and `.swival/` are read-only."""
 
     root: Path = Path("/")
     writable: tuple[Path, ...] = ()
@@ -109,6 +117,7 @@ class Workspace:
     relative_path: str | None = None
     cdpath: bool = False
     search: tuple[str, ...] = ()
+    confined: bool = False
 
     @classmethod
     def of(cls, ctx: ToolContext, env: Mapping[str, str]) -> Workspace:
@@ -116,7 +125,19 @@ class Workspace:
         entries = env.get("PATH", "").split(os.pathsep)  # unset PATH: bash's default
         relative = next((e or "." for e in entries if not os.path.isabs(e)), None)
         return cls(ctx.root.resolve(), writable_roots(ctx), readable_roots(ctx), relative,
-                   bool(env.get("CDPATH")), tuple(e for e in entries if os.path.isabs(e)))
+                   bool(env.get("CDPATH")), tuple(e for e in entries if os.path.isabs(e)),
+                   ctx.sandbox.active)
+
+    def git_code(self, script: Script) -> list[str]:
+        """What the project's own repository makes git run for the git commands of
+        `script`: a setting in its configuration, or a hook (swival/tools/git_config.py)."""
+        subs = {(found or ("", []))[0] for c in script.commands if Path(c.words[0]).name
+                == "git" for found in [git_subcommand(list(c.words[1:]))]}
+        if not subs:
+            return []
+        planted = planted_setting(self.root)
+        hooks = (hook(self.root, sub) for sub in sorted(subs))
+        return [planted] if planted else [why for why in hooks if why][:1]
 
     def holding(self, path: Path, roots: Iterable[Path]) -> Path | None:
         return next((r for r in roots if path == r or path.is_relative_to(r)), None)
@@ -223,8 +244,14 @@ class CommandPolicy:
             if program not in self.approved and program not in ALWAYS_ALLOWED:
                 unlisted.append(program)
             option = risk(simple.words) or unknown_option(simple.words)
+            state = None if self.workspace.confined else replaces_state(simple.words)
             if option:
                 found.append(Finding(option, INSTEAD["option"]))
+            elif state:
+                found.append(Finding(state, INSTEAD["unconfined"]))
+        if not self.workspace.confined:
+            found += [Finding(f"{why}, with no sandbox around git", INSTEAD["unconfined"])
+                      for why in self.workspace.git_code(script)]
         searched = [c.words[0] for c in script.commands
                     if "/" not in c.words[0] and c.words[0] not in ALWAYS_ALLOWED]
         if searched and self.workspace.relative_path is not None:
@@ -252,6 +279,7 @@ class CommandPolicy:
             found += [f for r in simple.redirects if r.target is not None
                       for f in self._target(r, cwds)]
             found += [f for r in writes for f in self._target(r, cwds, itself)]
+            found += self._unpacked(list(simple.words), cwds)
             after = cwds
             if simple.words[0] == "cd":
                 problem, targets = self._cd(list(simple.words[1:]), cwds)
@@ -263,7 +291,7 @@ class CommandPolicy:
             cwds = after if joins[i + 1] == "&&" and joins[i] in (";", "&&") else reached
             if joins[i + 1] == ";":
                 reached = set(cwds)
-        return found + _after_links(script, joins)
+        return found + [Finding(what, INSTEAD["links"]) for what in after_links(script, joins)]
 
     def _target(self, redirect: Redirect, cwds: set[Path], itself: bool = False,
                 ) -> list[Finding]:
@@ -285,6 +313,20 @@ class CommandPolicy:
                                 "included", INSTEAD["write"])]
             if write and protected_part(path.relative_to(root).parts):
                 return [Finding(f"{label}, inside .git/ or .swival/", INSTEAD["write"])]
+        return []
+
+    def _unpacked(self, words: list[str], cwds: set[Path]) -> list[Finding]:
+        """unzip and tar write each member of the archive (unzip through symlinks
+        already there): check them all."""
+        name = Path(words[0]).name
+        for cwd in sorted(cwds):
+            members = unpacked(name, words[1:], cwd)
+            if members is None:
+                return [Finding(f"`{name}` extracting an archive Swival cannot list",
+                                INSTEAD["write"])]
+            found = [f for m in members for f in self._target(Redirect(">", m), {cwd})]
+            if found:
+                return found[:1]
         return []
 
     def _cd(self, args: list[str], cwds: set[Path]) -> tuple[list[Finding], set[Path]]:
@@ -325,49 +367,6 @@ def _joins(script: Script) -> list[str]:
     inner = len(script.commands) - 1
     fits = len(script.operators) == inner and not script.constructs
     return [";", *(script.operators if fits else [";"] * inner), ";"]
-
-
-def _after_links(script: Script, joins: list[str]) -> list[Finding]:
-    """Writes and `cd`s that may run after a command that creates or moves links (or
-    beside it, in one pipeline): a path checked now may lead elsewhere by then, through
-    a link made in between (`ln -s .git/hooks/pre-commit h && git status > h`)."""
-    group = 0
-    groups = []  # the pipeline each command belongs to
-    for i in range(len(script.commands)):
-        group += joins[i] != "|"
-        groups.append(group)
-    makers = [i for i, c in enumerate(script.commands) if makes_links(c.words)]
-    found: list[Finding] = []
-    for j, simple in enumerate(script.commands):
-        maker = next((i for i in makers if i < j or (i != j and groups[i] == groups[j])),
-                     None)
-        if maker is None:
-            continue
-        what = _sensitive(simple)
-        if what:
-            found.append(Finding(
-                f"{what} after `{_program(script.commands[maker])}`, which can create or "
-                "move links: the path may lead elsewhere by then", INSTEAD["links"]))
-    return found
-
-
-def _sensitive(simple: SimpleCommand) -> str | None:
-    """The first write or `cd` of `simple` whose path must not change under it."""
-    targets = [r.target for r in simple.redirects
-               if r.writes and r.target is not None and r.target not in DEVICES]
-    targets += written_files(simple.words)
-    if targets:
-        return f"writing `{targets[0]}`"
-    if simple.words[0] == "cd":
-        return f"`{' '.join(simple.words)}`"
-    return None
-
-
-def _program(simple: SimpleCommand) -> str:
-    """The program as a person names it: `ln`, or `git checkout` with its subcommand."""
-    words = simple.words
-    found = git_subcommand(list(words[1:])) if words[0] == "git" else None
-    return f"git {found[0]}" if found else words[0]
 
 
 def _resolved(cwds: set[Path], target: str) -> list[Path | None]:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import PurePath
 
-from swival.tools import sed_script
+from swival.tools import archive_writes, sed_script
 from swival.tools.argv import (
     cluster_values,
     in_cluster,
@@ -133,7 +133,7 @@ def risk(words: Sequence[str]) -> str | None:
     if name in PACKAGE_MANAGERS:
         return _package_manager(name, args)
     rule = RULES.get(name)
-    return rule(args) if rule else None
+    return (rule(args) if rule else None) or archive_writes.risk(name, args)
 
 
 def _env_runs(args: list[str]) -> bool:
@@ -192,6 +192,8 @@ def _git_subcommand(sub: str, rest: list[str]) -> str | None:
         return f"`git {sub}`, which runs other programs"
     if (sub, rest[:1]) in (("bisect", ["run"]), ("submodule", ["foreach"])):
         return f"`git {sub} {rest[0]}`, which runs a command"
+    if sub == "help" and any(in_cluster(a, "w") or long_option(a, ("--web",)) for a in rest):
+        return "`git help --web`, which starts a web browser"
     if sub == "config" and not _git_config_reads(rest):
         return "`git config` in a form that changes configuration (settings can run programs)"
     dangerous = GIT_RUNNING_OPTIONS + (("--config",) if sub == "clone" else ())

@@ -8,9 +8,15 @@ unless they make links), the files of `sed -i`, `sort -o`, `uniq IN OUT`, `dd of
 git's own: `--output`, `-o`, `--separate-git-dir`, the directory of `git init`, `git
 clone`'s destination, `git worktree` paths, `git bundle create`'s file, `git
 checkout-index --prefix`, the local repository of `git push` and `git remote add`; for a
-copy into a directory, each source's name there. The policy checks each like an output
-redirection; `changes_itself` tells which programs may not name a workspace directory
-itself, and `unknown_option` finds a long option a writer is not known to take.
+copy into a directory, each source's name there; for tar, zip, unzip and rsync what
+archive_writes finds. The policy checks each like an output redirection;
+`changes_itself` tells which programs may not name a workspace directory itself (also
+`cp -r src/. dst`, which pours a directory's contents into it), and `unknown_option`
+finds a long option a writer is not known to take.
+
+`replaces_state(words)` says why a git command may replace Swival's own `.swival/` with
+what a commit holds (it updates the work tree, and git removes ignored files in the way);
+the policy asks about it when no sandbox keeps `.swival/` read-only.
 
 `makes_links(words)` says whether the command can create, replace or move a symlink or a
 hard link (`ln`, `cp`, `mv`, archive extractors, git commands that update the work tree):
@@ -24,8 +30,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from swival.tools import sed_script
-from swival.tools.argv import cluster_values, is_cluster, long_option, operands, option_values
+from swival.tools import archive_writes, sed_script
+from swival.tools.argv import (
+    cluster_values,
+    in_cluster,
+    is_cluster,
+    long_option,
+    operands,
+    option_values,
+)
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,12 @@ GIT_KEEPS_WORKTREE = frozenset({
     "diff-index", "diff-files", "range-diff", "cherry", "check-ignore", "check-attr",
     "hash-object", "verify-commit", "verify-tag", "show-branch", "push", "init",
 })
+# git commands that update another directory's work tree, if any, and subcommands that
+# only look (`git stash list`); `git reset` without --hard/--merge/--keep keeps the tree.
+GIT_OWN_TREE = frozenset({"worktree", "clone", "help", "version"})
+GIT_ONLY_LOOKS = {"stash": [["list"], ["show"]], "submodule": [["status"], ["summary"]],
+                  "bisect": [["log"], ["visualize"], ["view"], ["terms"]],
+                  "sparse-checkout": [["list"]], "notes": [["list"], ["show"]]}
 # git push's options that take the next word (the first operand is the repository).
 GIT_PUSH_VALUED = ("o", ("--push-option", "--repo", "--receive-pack", "--exec"))
 CHANGES_ITSELF = frozenset({"rm", "rmdir", "unlink", "chmod", "chown", "chgrp", "shred",
@@ -128,6 +147,9 @@ def written_files(words: Sequence[str]) -> tuple[str, ...]:
     files under it) that the command line tells the program to write."""
     name, args = PurePath(words[0]).name, list(words[1:])
     special = SPECIAL.get(name)
+    archived = archive_writes.written(name, args)
+    if archived is not None:
+        return tuple(archived)
     if special is not None:
         return tuple(special(args))
     writer = WRITERS.get(name)
@@ -233,7 +255,7 @@ def _git(args: list[str]) -> list[str]:
     if sub in ("push", "remote", "bundle"):
         return out + _git_elsewhere(sub, rest)
     if sub == "init":
-        out += given
+        out += given or ["."]  # no directory: the current one
     elif sub in ("clone", "worktree"):
         out += given[1:]  # clone: the destination, not the source; worktree: after `add` ...
     elif sub == "checkout-index":
@@ -272,11 +294,43 @@ def _local_path(url: str) -> str | None:
     return url
 
 
+def replaces_state(words: Sequence[str]) -> str | None:
+    """Why a git command may replace Swival's own `.swival/` (or None): it updates the
+    work tree from a commit, which may hold a `.swival` file or symlink, and git removes
+    ignored files in the way (all of `.swival/` is ignored)."""
+    name, args = PurePath(words[0]).name, list(words[1:])
+    found = git_subcommand(args) if name == "git" else None
+    if found is None or found[0] in GIT_KEEPS_WORKTREE or found[0] in GIT_OWN_TREE:
+        return None
+    sub, rest = found
+    if rest[:1] in GIT_ONLY_LOOKS.get(sub, []) or (sub == "reset" and not any(
+            long_option(a, ("--hard", "--merge", "--keep")) for a in rest)) or (
+            sub == "checkout-index" and any(long_option(a, ("--prefix", "--temp"))
+                                            for a in rest)):
+        return None  # checkout-index writes under the prefix (checked), or temporary files
+    return (f"`git {sub}`, which updates the work tree from a commit, and could replace "
+            "Swival's own .swival/ with what the commit holds there, while no sandbox "
+            "keeps it read-only")
+
+
 def changes_itself(words: Sequence[str]) -> bool:
     """Whether the program changes or removes each path it writes as a whole (`rm -r`,
     `chmod -R`), rather than creating something in it: given the workspace itself, it
     reaches `.git/` and `.swival/` too."""
-    return PurePath(words[0]).name in CHANGES_ITSELF
+    name, args = PurePath(words[0]).name, list(words[1:])
+    return name in CHANGES_ITSELF or archive_writes.deletes(name, args) or (
+        name == "cp" and _copies_contents(args))
+
+
+def _copies_contents(args: list[str]) -> bool:
+    """Whether `cp` copies a directory's contents into the destination (`cp -r src/. dst`,
+    `cp -rT src dst`), which then receives whatever the source holds, .git/ included."""
+    options = args[:args.index("--")] if "--" in args else args
+    if any(in_cluster(a, "T") or long_option(a, ("--no-target-directory",))
+           for a in options):
+        return True
+    given = operands(args, "tS", COPY_LONGS)
+    return any(g in (".", "..") or g.endswith(("/.", "/..")) for g in given[:-1])
 
 
 SPECIAL: dict[str, Callable[[list[str]], list[str]]] = {

@@ -220,7 +220,8 @@ class UndoJournal:
     def _open(self) -> Path:
         """The running request's folder, created on its first write."""
         if self._entry is None:
-            if self.folder.parent.is_symlink() or self.folder.is_symlink():
+            if any(p.is_symlink() for p in (self.folder.parent.parent, self.folder.parent,
+                                            self.folder)):
                 raise OSError(f"{self.folder} is behind a symlink")
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             numbers = [int(p.name) for p in self._entries()]
