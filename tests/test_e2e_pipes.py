@@ -4,6 +4,7 @@ wrapped at 80 columns or cut."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.e2e import run_swival
@@ -26,3 +27,18 @@ def test_stderr_in_a_pipe_gets_whole_lines(tmp_path: Path) -> None:
     assert refused == f"✗ run_command ls {'x' * 90} — not run: commands are disabled (--commands)"
     assert ("Stopped after 2 model calls without a final answer (raise --max-turns to allow "
             "more).") in lines
+
+
+
+def test_a_command_in_a_run_nobody_can_answer_is_refused_as_such(tmp_path: Path) -> None:
+    """The default `ask` with no terminal: the line says approval was needed and could not
+    be asked, not that commands were switched off."""
+    (tmp_path / ".git").mkdir()
+    with FakeServer(kind="llamacpp", window=16_384) as server:
+        server.script(Reply(tool_calls=(("run_command", {"command": "ls"}),)),
+                      Reply(text="done"))
+        done = run_swival(server, tmp_path, "-p", "look around")
+    refused = next(line for line in done.stderr.splitlines()
+                   if line.startswith("✗ run_command"))
+    assert refused == "✗ run_command ls — not run: commands need approval and this run cannot ask"
+    assert "no terminal to ask on" in json.dumps(server.requests[1]["messages"])

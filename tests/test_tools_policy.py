@@ -514,6 +514,13 @@ def test_none_refuses_and_says_how_to_allow() -> None:
     assert "--commands all" in reason and "--yolo" in reason and "--commands git,pytest" in reason
 
 
+def test_ask_without_a_terminal_says_so_not_that_commands_are_off() -> None:
+    reason = CommandPolicy("none", unattended=True).approve("ls")
+    assert reason is not None
+    assert person_words(reason) == "not run: commands need approval and this run cannot ask"
+    assert "no terminal to ask on" in reason and "--commands git,pytest" in reason
+
+
 def test_ask_once_always_deny(ws: Workspace) -> None:
     asked: list[Question] = []
     answers = iter(["once", "once", "always", "deny"])

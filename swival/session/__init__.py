@@ -163,7 +163,9 @@ def build_session(settings: Settings, provider: Provider, *, interactive: bool,
         sandbox=sandbox,
         redactor=redactor,
     )
-    policy = CommandPolicy(mode, workspace=Workspace.of(tool_ctx, os.environ))
+    policy = CommandPolicy(mode, workspace=Workspace.of(tool_ctx, os.environ),
+                           unattended=mode != resolve_mode(settings.commands, settings.yolo,
+                                                           True))
     tool_ctx.approve = policy.approve
     edits = "auto" if settings.yolo else settings.edits
     tool_ctx.approve_edit = EditPolicy(edits, approvals).approve

@@ -200,6 +200,7 @@ class CommandPolicy:
     ask: AskCallback | None = None
     workspace: Workspace = field(default_factory=Workspace)
     approved: set[str] = field(default_factory=set)
+    unattended: bool = False  # "none" because "ask" found no one to ask, not chosen
 
     def __post_init__(self) -> None:
         self.mode = parse_mode(self.mode)
@@ -217,6 +218,10 @@ class CommandPolicy:
     def approve(self, command: str) -> str | None:
         if self.mode == "all":
             return None
+        if self.mode == "none" and self.unattended:
+            return Refusal(f"every command needs a person's approval and this run has no "
+                           f"terminal to ask on; {HOW_TO_ALLOW}.",
+                           "not run: commands need approval and this run cannot ask")
         if self.mode == "none":
             return Refusal(f"running commands is disabled in this session; to allow it, "
                            f"{HOW_TO_ALLOW}.", "not run: commands are disabled (--commands)")
