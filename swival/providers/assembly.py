@@ -3,7 +3,9 @@
 The OpenAI-compatible SSE transport, Ollama's NDJSON transport and the litellm path for hosted
 providers each decode their own wire format and hand the pieces to a `StreamAssembly`:
 
-- `text(piece)`: visible reply text;
+- `text(piece)`: reply text; a `<think>...</think>` block at its start is reasoning, not
+  reply (thinking.py), so `text` returns what may be shown and `flush()` whatever of the
+  start it still held when the reply ends (the transport yields both);
 - `tool_delta(index, id, name, arguments)`: a fragment of a streamed tool call (OpenAI style:
   the id and name arrive once, the argument text in pieces, all keyed by `index`);
 - `tool_call(id, name, arguments)`: a whole call at once (Ollama), arguments as text or object;
@@ -29,6 +31,7 @@ from swival.messages import Message, ToolCall, Usage
 from swival.providers.base import Completion
 from swival.providers.jsonfix import parse_arguments
 from swival.providers.repair import new_call_id
+from swival.providers.thinking import ThinkStrip
 
 
 @dataclass
@@ -50,6 +53,7 @@ class StreamAssembly:
     _drafts: dict[int, _Draft] = field(default_factory=dict)
     _usage: tuple[int, int] | None = None
     _cached: int | None = None
+    _think: ThinkStrip = field(default_factory=ThinkStrip)
 
     @property
     def finished(self) -> bool:
@@ -58,21 +62,34 @@ class StreamAssembly:
 
     @property
     def has_content(self) -> bool:
-        return bool(self._text or self._drafts)
+        return bool(self._text or self._drafts or self._think.thought)
 
     def text(self, piece: str) -> str:
-        if piece:
-            self._text.append(piece)
-            self.progress += 1
-        return piece
+        """Add a piece of reply text; return the part of it that is answer, to show."""
+        if not piece:
+            return ""
+        self.progress += 1
+        shown = self._think.feed(piece)
+        if shown:
+            self._text.append(shown)
+        return shown
+
+    def flush(self) -> str:
+        """The reply ended: answer text still held back (see `text`), to show."""
+        rest = self._think.flush()
+        if rest:
+            self._text.append(rest)
+        return rest
 
     def thinking(self, piece: str) -> None:
         if piece:
             self.progress += 1
 
     def tool_delta(self, index: Any, call_id: Any, name: Any, arguments: Any) -> None:
-        """A fragment of call `index` (a call without an index is a call of its own)."""
-        key = index if isinstance(index, int) else len(self._drafts)
+        """A fragment of call `index`. Without an index (some servers leave it out), a
+        fragment goes on with the last call unless it starts another: a new id, or a name
+        when the last call already has one and neither fragment has an id."""
+        key = index if isinstance(index, int) else self._unindexed(call_id, name)
         draft = self._drafts.setdefault(key, _Draft())
         draft.id = draft.id or (str(call_id) if call_id else "")
         draft.name = draft.name or (str(name) if name else "")
@@ -81,6 +98,17 @@ class StreamAssembly:
         elif arguments:
             draft.pieces.append(str(arguments))
         self.progress += 1
+
+    def _unindexed(self, call_id: Any, name: Any) -> int:
+        """The key of an index-less fragment (see `tool_delta`)."""
+        if not self._drafts:
+            return 0
+        key = max(self._drafts)
+        last = self._drafts[key]
+        if (call_id and str(call_id) != last.id) or (name and not call_id and last.name
+                                                     and not last.id):
+            return key + 1
+        return key
 
     def tool_call(self, call_id: str | None, name: str, arguments: Any) -> None:
         draft = _Draft(call_id or "", name)

@@ -116,6 +116,8 @@ def _hosted(settings: Settings, policy: RetryPolicy, switched: bool) -> Provider
 
 
 def _probe_failure(kind: str, exc: ProbeError, shown_url: str) -> ProviderError:
+    if exc.tls:
+        return ProviderUnreachable(exc.detail)
     if exc.unreachable:
         return ProviderUnreachable(unreachable_message(kind, shown_url))
     return ProviderError(

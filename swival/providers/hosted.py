@@ -199,6 +199,9 @@ class HostedProvider(StreamingProvider):
             pump.close()
         if not _server_finished(pump.stream, assembly) and assembly.has_content:
             raise Transient("the stream ended before the reply was complete")
+        rest = assembly.flush()
+        if rest:
+            yield TextChunk(rest)
         completion = assembly.completion()
         self._account(completion.usage)
         yield completion

@@ -26,6 +26,7 @@ import contextlib
 import email.utils
 import json
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -33,10 +34,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from swival.errors import ProviderError
 from swival.providers.assembly import StreamAssembly
 from swival.providers.base import ChatRequest, ProviderInfo, StreamItem, TextChunk
+from swival.providers.http import is_loopback, tls_message
 from swival.providers.overflow import classify_overflow
 from swival.providers.streaming import RetryPolicy, StreamingProvider, Transient
 
@@ -203,7 +206,7 @@ class HttpChannel:
                     timeout=httpx.Timeout(read, connect=CONNECT_TIMEOUT, write=WRITE_TIMEOUT,
                                           pool=CONNECT_TIMEOUT),
                     limits=httpx.Limits(max_keepalive_connections=0),
-                    headers=headers, verify=tls)
+                    headers=headers, verify=tls, mounts=_direct_mounts(self.base_url))
             return self._client
 
     def post(self, path: str, body: dict[str, Any]) -> OpenReply:
@@ -219,6 +222,9 @@ class HttpChannel:
             response = client.send(request, stream=True)
         except BaseException as exc:  # Ctrl-C included: the watchdog must not linger
             watchdog.stop()
+            tls = _tls_cause(exc)
+            if tls is not None:
+                raise ProviderError(tls_message(self.base_url, tls)) from None
             if isinstance(exc, httpx.ConnectError):
                 raise Transient(f"cannot connect to {self.base_url}", refused=True) from None
             mapped = transport_error(exc, watchdog) if isinstance(exc, Exception) else None
@@ -226,6 +232,26 @@ class HttpChannel:
                 raise
             raise mapped from None
         return OpenReply(response, watchdog)
+
+
+def _tls_cause(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS failure (an untrusted certificate...) behind a failed connection, if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _direct_mounts(url: str) -> dict[str, None]:
+    """httpx mounts that reach a server on this machine directly, whatever HTTP_PROXY says
+    (http.py); a host mounted to None uses no proxy, as NO_PROXY does. Elsewhere the
+    environment's proxy settings apply (as do SSL_CERT_FILE and SSL_CERT_DIR everywhere)."""
+    if not is_loopback(url):
+        return {}
+    host = urlsplit(url).hostname or ""
+    return {f"all://{'[' + host + ']' if ':' in host else host}": None}
 
 
 # Held back while httpx and httpcore load, since the client never uses them: httpcore's
@@ -318,6 +344,9 @@ class DirectProvider(StreamingProvider):
             raise Transient(reply.watchdog.expired)
         if not assembly.finished and assembly.has_content:
             raise Transient("the stream ended before the reply was complete")
+        rest = assembly.flush()
+        if rest:
+            yield TextChunk(rest)
         yield assembly.completion()
 
     def _http_error(self, request: ChatRequest, status: int, body: str,
