@@ -42,16 +42,16 @@ class ThinkStrip:
             if not head.startswith(OPEN):
                 self._state = "plain"
                 return text
-            self._state, text = "inside", head[len(OPEN):]
+            self._state, text = "inside", head[len(OPEN) :]
         if self._state == "inside":
             end = text.find(CLOSE)
             if end < 0:
                 keep = _partial_suffix(text, CLOSE)
-                self._held = text[len(text) - keep:] if keep else ""
+                self._held = text[len(text) - keep :] if keep else ""
                 self.thought += len(text) - keep
                 return ""
             self.thought += end
-            self._state, text = "after", text[end + len(CLOSE):]
+            self._state, text = "after", text[end + len(CLOSE) :]
         text = text.lstrip()  # state "after": the answer starts at its first non-space
         if text:
             self._state = "plain"
