@@ -203,3 +203,26 @@ def test_a_whole_run_ignores_proxy_variables_for_a_local_server(
     result = run_swival(server, tmp_path, "-p", "hi", env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Direct." and len(server.requests) == 1
+
+
+def test_a_character_split_into_escaped_halves_across_chunks_is_whole(fake_server: Make) -> None:
+    """A server that cuts `"\\ud83d\\ude00"` (one emoji) between two argument chunks: each
+    chunk's JSON decodes to half a character; joined, the call writes the emoji."""
+    server = fake_server(kind="lmstudio")
+    head = '{"file_path": "a.txt", "content": "smile '
+    server.script(
+        Reply(
+            raw=(
+                event(
+                    {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "write_file"}}]}
+                ),
+                event({"tool_calls": [{"index": 0, "function": {"arguments": head + "\ud83d"}}]}),
+                event({"tool_calls": [{"index": 0, "function": {"arguments": '\ude00"}'}}]}),
+                event({}, "tool_calls"),
+                "data: [DONE]\n\n",
+            )
+        )
+    )
+    _, done = run(provider_for(server), ask())
+    call = done.message.tool_calls[0]
+    assert call.arguments_error is None and call.arguments["content"] == "smile 😀"

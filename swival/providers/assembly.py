@@ -23,6 +23,7 @@ repaired both on the call (for the model) and in `Completion.notes` (for the use
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,17 @@ from swival.providers.base import Completion
 from swival.providers.jsonfix import parse_arguments
 from swival.providers.repair import new_call_id
 from swival.providers.thinking import ThinkStrip
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _paired(text: str) -> str:
+    """Argument text in which a character outside the BMP came as two escaped UTF-16 halves
+    in separate chunks (`"\\ud83d"`, then `"\\ude00"`): each adjacent pair joined into
+    that character; a half without its partner stays (and is reported when the call runs)."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 @dataclass
@@ -146,7 +158,7 @@ class StreamAssembly:
         notes: list[str] = []
         drafts = sorted(self._drafts.items())
         for position, (_, draft) in enumerate(drafts):
-            raw = draft.whole if draft.whole is not None else "".join(draft.pieces)
+            raw = draft.whole if draft.whole is not None else _paired("".join(draft.pieces))
             parsed = parse_arguments(raw, cut_off=cut and position == len(drafts) - 1)
             if parsed.repairs:
                 notes.append(f"the arguments of {draft.name or 'a tool call'} "
