@@ -158,6 +158,8 @@ def test_hosted_model_strings() -> None:
     assert hosted_model(settings(model="openrouter/qwen/qwen-2.5-coder-32b-instruct"))
     # LM Studio model keys use publisher prefixes such as openai/: stay local by default.
     assert not hosted_model(settings(model="openai/gpt-oss-20b"))
+    assert not hosted_model(settings(model="deepseek/deepseek-r1-0528-qwen3-8b"))
+    assert hosted_model(settings(provider="generic", model="deepseek/deepseek-chat"))
     assert not hosted_model(settings(provider="generic", model="openai/x",
                                      base_url="http://127.0.0.1:9"))
 

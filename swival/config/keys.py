@@ -20,18 +20,20 @@ HOSTED_PREFIXES = (
     "vertex_ai",
 )
 
+LMSTUDIO_PUBLISHERS = ("openai", "deepseek")  # hosted prefixes LM Studio model keys use too
+
 
 def selects_hosted(provider: str | None, base_url: str | None, model: str | None) -> bool:
     """Whether these choices send requests to a hosted provider through a litellm model
     string. `provider` is None when nobody chose one (the default, lmstudio): then the
-    `openai/` prefix stays local, because LM Studio model keys such as `openai/gpt-oss-20b`
-    use it too."""
+    `openai/` and `deepseek/` prefixes stay local, because LM Studio model keys such as
+    `openai/gpt-oss-20b` and `deepseek/deepseek-r1-0528-qwen3-8b` use them too."""
     if base_url or not model or "/" not in model:
         return False
     prefix = model.split("/", 1)[0]
     if provider == "generic":
         return prefix in HOSTED_PREFIXES
-    return provider is None and prefix in HOSTED_PREFIXES[1:]
+    return provider is None and prefix not in LMSTUDIO_PUBLISHERS and prefix in HOSTED_PREFIXES
 
 
 def _stays_local(value: Any, baseline: Any, values: Mapping[str, Any]) -> bool:
