@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from swival.config import Settings
-from swival.errors import ProviderError, ProviderUnreachable
+from swival.errors import ModelNotFound, ProviderError, ProviderUnreachable
 from swival.providers.base import Provider
 from swival.providers.factory import connect
 from swival.providers.thinking import ThinkStrip
@@ -226,3 +226,14 @@ def test_a_character_split_into_escaped_halves_across_chunks_is_whole(fake_serve
     _, done = run(provider_for(server), ask())
     call = done.message.tool_calls[0]
     assert call.arguments_error is None and call.arguments["content"] == "smile 😀"
+
+
+def test_a_model_the_server_does_not_have_is_named_with_what_it_said(fake_server: Make) -> None:
+    server = fake_server(kind="lmstudio")
+    said = 'Model "qwen-nope" not found. Please load the model first.'
+    server.script(Reply(status=404, body={"error": {"message": said, "code": "model_not_found"}}))
+    with pytest.raises(ModelNotFound) as caught:
+        run(provider_for(server, model="qwen-nope"), ask())
+    message = str(caught.value)
+    assert f"has no model 'qwen-nope' (HTTP 404: {said})" in message and "--model" in message
+    assert caught.value.exit_code == 3 and len(server.requests) == 1  # not retried

@@ -36,7 +36,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from swival.errors import ProviderError
+from swival.errors import ModelNotFound, ProviderError
 from swival.providers.assembly import StreamAssembly
 from swival.providers.base import ChatRequest, ProviderInfo, StreamItem, TextChunk
 from swival.providers.http import is_loopback, tls_message
@@ -314,9 +314,11 @@ class DirectProvider(StreamingProvider):
         raise NotImplementedError
 
     def _missing_model(self, detail: str) -> Exception:
-        return ProviderError(
-            f"{self.info.base_url} has no model {self.info.model!r} (HTTP 404). Check "
-            "--model against the models the server lists."
+        said = f": {short(detail, 200)}" if detail.strip() else ""
+        return ModelNotFound(
+            f"{self.info.base_url} has no model {self.info.model!r} (HTTP 404{said}). Load it "
+            "on the server, or pass one the server lists with --model (/model in the REPL "
+            "lists them)."
         )
 
     def _attempt(self, request: ChatRequest) -> Iterator[StreamItem]:
