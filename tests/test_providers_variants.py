@@ -237,3 +237,38 @@ def test_a_model_the_server_does_not_have_is_named_with_what_it_said(fake_server
     message = str(caught.value)
     assert f"has no model 'qwen-nope' (HTTP 404: {said})" in message and "--model" in message
     assert caught.value.exit_code == 3 and len(server.requests) == 1  # not retried
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_server_that_ignores_stream_and_sends_one_object(fake_server: Make, indent: Any) -> None:
+    server = fake_server(kind="openai")
+    whole = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": "Reading it.",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "read_file", "arguments": '{"file_path": "a.py"}'},
+                        }
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59},
+    }
+    server.script(Reply(raw=(json.dumps(whole, indent=indent) + "\n",)))
+    chunks, done = run(provider_for(server), ask())
+    assert "".join(chunks) == "Reading it." == done.message.content
+    assert [(c.id, dict(c.arguments)) for c in done.message.tool_calls] == [
+        ("c1", {"file_path": "a.py"})
+    ]
+    assert done.usage is not None and done.usage.prompt_tokens == 50
+    assert len(server.requests) == 1

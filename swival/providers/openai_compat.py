@@ -1,7 +1,8 @@
 """LM Studio, llama.cpp and any OpenAI-compatible server, directly over httpx.
 
 `POST {api_base}/chat/completions` with `stream: true` and `stream_options.include_usage`, read
-as server-sent events. Each `data:` line is one JSON chunk (no server we talk to splits a chunk
+as server-sent events (a server that ignores `stream` and answers one `chat.completion`
+object is read too). Each `data:` line is one JSON chunk (no server we talk to splits a chunk
 over several `data:` lines); `data: [DONE]` ends the reply; `: ...` comment lines and blank
 lines are keep-alive framing and carry nothing. Errors come as HTTP error replies (the
 overflow 400s of llama.cpp and LM Studio among them, see overflow.py), or inside the stream as
@@ -48,8 +49,19 @@ class OpenAICompatProvider(DirectProvider):
 
     def _decoder(self, request: ChatRequest, assembly: StreamAssembly) -> Callable[[str], str]:
         window = self.info.window.tokens
+        whole: list[str] = []  # a reply sent as one JSON object instead of events
 
         def decode(line: str) -> str:
+            if whole or (not assembly.progress and line.lstrip().startswith("{")):
+                whole.append(line)
+                try:
+                    body = json.loads("\n".join(whole))
+                except ValueError:
+                    return ""  # the object goes on in the next line
+                whole.clear()
+                if isinstance(body, Mapping) and body.get("error"):
+                    raise stream_error(body["error"], request, window)
+                return absorb_whole(body, assembly) if isinstance(body, Mapping) else ""
             field, _, payload = line.partition(":")
             payload = payload.strip()
             if field not in ("data", "error") or not payload:
@@ -84,6 +96,23 @@ def chat_body(model: str, request: ChatRequest) -> dict[str, Any]:
     if request.temperature is not None:
         body["temperature"] = request.temperature
     return body
+
+
+def absorb_whole(body: Mapping[str, Any], assembly: StreamAssembly) -> str:
+    """Feed a whole `chat.completion` object (a server that ignored `stream: true`) to the
+    assembler as one chunk; return its visible text."""
+    choices = body.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else {}
+    message = choice.get("message") if isinstance(choice, Mapping) else None
+    message = message if isinstance(message, Mapping) else {}
+    calls = message.get("tool_calls")
+    delta = {**message, "tool_calls": [{**call, "index": i} for i, call in
+                                       enumerate(calls if isinstance(calls, list) else ())
+                                       if isinstance(call, Mapping)]}
+    text = absorb_chunk({**body, "choices": [{"delta": delta, "finish_reason":
+                                              choice.get("finish_reason")}]}, assembly)
+    assembly.done()
+    return text
 
 
 def absorb_chunk(chunk: Mapping[str, Any], assembly: StreamAssembly) -> str:
