@@ -3,7 +3,8 @@ hosted models, and only lazily; httpx is imported on the first call (or by the w
 
     factory.py        connect(settings) -> Provider; warm_up(); spent()      (the entry points)
     discovery.py      model and real window per server kind (plain HTTP probes)
-    http.py           the JSON probe helper with short timeouts (standard library)
+    http.py           the JSON probe helper with short timeouts (standard library); loopback
+                      is never proxied; an untrusted TLS certificate is named
     streaming.py      StreamingProvider: retries (Retry-After, backoff), repair, overflow,
                       empty replies, Restart when a shown reply is asked for again
     wire.py           httpx channel, the two time limits (watchdog), DirectProvider
@@ -15,6 +16,7 @@ hosted models, and only lazily; httpx is imported on the first call (or by the w
                       map, read as a file
     pump.py           the two time limits for a stream litellm reads (worker thread)
     assembly.py       the one stream assembler every transport feeds
+    thinking.py       a <think>...</think> block at the start of the reply text (reasoning)
     overflow.py       classify_overflow: every way a server says the prompt did not fit
     jsonfix.py        tool-call arguments: strict JSON, then unambiguous repairs
     repair.py         tool calls written as text
