@@ -5,6 +5,7 @@ fix named, or an error: nothing is invented, nothing cut is completed, nothing c
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -97,3 +98,17 @@ def test_unicode_escapes_and_surrogates_do_not_crash() -> None:
     assert parse_arguments("{'s': '\\u00e9t\\u00e9'}").value == {"s": "été"}
     assert parse_arguments("{'s': '\\ud800'}").value == {"s": "\ud800"}
     assert parse_arguments("{'s': '\\u12'}").value == {"s": "\\u12"}
+
+
+def test_an_object_sent_as_a_json_string_is_decoded_and_named() -> None:
+    """Some models (and servers) encode the arguments twice: a JSON string holding the
+    object. The object is meant; the model is told."""
+    got = parse_arguments(json.dumps(json.dumps({"file_path": "a.py", "limit": 3})))
+    assert (got.value, got.error) == ({"file_path": "a.py", "limit": 3}, None)
+    assert got.repairs == ("arguments sent as a JSON string",)
+    broken = parse_arguments(json.dumps("{'file_path': 'a.py',}"))
+    assert broken.value == {"file_path": "a.py"}
+    assert broken.repairs == ("arguments sent as a JSON string", "single quotes", "trailing comma")
+    assert parse_arguments('"just a sentence"').error is not None  # not an object: an error
+    cut = parse_arguments('"{\\"file_path\\": \\"a.py\\", \\"content\\": \\"half', cut_off=True)
+    assert cut.value == {} and cut.error is not None  # cut: never completed, never run

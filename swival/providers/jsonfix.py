@@ -325,6 +325,11 @@ def parse_arguments(raw: str | Mapping[str, Any] | None, *, cut_off: bool = Fals
                 "the text ends inside a string", text))
         except _Unfixable as exc:
             return ParsedArguments({}, _error(str(exc), text))
+    if isinstance(value, str) and value.strip().startswith("{"):  # the object, encoded twice
+        inner = parse_arguments(value)
+        if inner.error is None:
+            return ParsedArguments(inner.value, None,
+                                   ("arguments sent as a JSON string", *repairs, *inner.repairs))
     if not isinstance(value, dict):
         kind = type(value).__name__
         return ParsedArguments({}, f"The arguments must be one JSON object, not a {kind}: "
