@@ -16,7 +16,7 @@ import pytest
 
 from swival.config import Settings
 from swival.errors import ModelNotFound, ProviderError, ProviderUnreachable
-from swival.providers.base import Provider
+from swival.providers.base import Completion, Provider, Restart
 from swival.providers.factory import connect
 from swival.providers.thinking import ThinkStrip
 from tests.e2e import run_swival
@@ -272,3 +272,15 @@ def test_a_server_that_ignores_stream_and_sends_one_object(fake_server: Make, in
     ]
     assert done.usage is not None and done.usage.prompt_tokens == 50
     assert len(server.requests) == 1
+
+
+def test_a_stream_that_ends_while_the_model_thinks_is_retried_as_cut(fake_server: Make) -> None:
+    server = fake_server(kind="llamacpp")
+    thinking = Reply(raw=(event({"reasoning_content": "Let me see"}),))  # then the body ends
+    server.script(thinking, contents("Forty-two."))
+    items = list(provider_for(server).stream(ask()))
+    restarts = [i for i in items if isinstance(i, Restart)]
+    assert len(restarts) == 1 and "the stream ended before the reply was complete" in (
+        restarts[0].reason
+    )
+    assert isinstance(items[-1], Completion) and items[-1].message.content == "Forty-two."

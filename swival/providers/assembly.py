@@ -66,6 +66,7 @@ class StreamAssembly:
     _usage: tuple[int, int] | None = None
     _cached: int | None = None
     _think: ThinkStrip = field(default_factory=ThinkStrip)
+    _thought: bool = False  # reasoning arrived apart from the text
 
     @property
     def finished(self) -> bool:
@@ -74,7 +75,9 @@ class StreamAssembly:
 
     @property
     def has_content(self) -> bool:
-        return bool(self._text or self._drafts or self._think.thought)
+        """Anything of the reply arrived, reasoning included (so a stream that drops while
+        the model thinks is a cut reply, not an empty one)."""
+        return bool(self._text or self._drafts or self._thought or self._think.thought)
 
     def text(self, piece: str) -> str:
         """Add a piece of reply text; return the part of it that is answer, to show."""
@@ -95,6 +98,7 @@ class StreamAssembly:
 
     def thinking(self, piece: str) -> None:
         if piece:
+            self._thought = True
             self.progress += 1
 
     def tool_delta(self, index: Any, call_id: Any, name: Any, arguments: Any) -> None:
