@@ -41,6 +41,8 @@ def dead_url() -> str:
     ("http://127.0.0.1:1234", "http://127.0.0.1:1234", "http://127.0.0.1:1234/v1"),
     ("http://127.0.0.1:1234/v1/", "http://127.0.0.1:1234", "http://127.0.0.1:1234/v1"),
     ("localhost:8080", "http://localhost:8080", "http://localhost:8080/v1"),
+    ("http://127.0.0.1:8080/v1/chat/completions", "http://127.0.0.1:8080",
+     "http://127.0.0.1:8080/v1"),
 ])
 def test_base_url_accepts_root_or_v1(given: str, root: str, api: str) -> None:
     assert split_base_url(given) == (root, api)

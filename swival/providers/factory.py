@@ -61,8 +61,9 @@ _DISCOVER: dict[str, Callable[[Server, str | None], Discovered]] = {
 
 
 def split_base_url(url: str) -> tuple[str, str]:
-    """(server root, OpenAI API base) from a root URL or its `/v1` URL; adds http:// if absent."""
-    url = url.strip().rstrip("/")
+    """(server root, OpenAI API base) from a root URL or its `/v1` URL; adds http:// if absent.
+    A pasted endpoint (`.../v1/chat/completions`) counts as its `/v1` URL."""
+    url = url.strip().rstrip("/").removesuffix("/chat/completions")
     if "://" not in url:
         url = "http://" + url
     parts = urlsplit(url)
