@@ -284,3 +284,23 @@ def test_a_stream_that_ends_while_the_model_thinks_is_retried_as_cut(fake_server
         restarts[0].reason
     )
     assert isinstance(items[-1], Completion) and items[-1].message.content == "Forty-two."
+
+
+def test_content_sent_as_a_list_of_parts(fake_server: Make) -> None:
+    server = fake_server(kind="openai")
+    parts = [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]},
+        {"type": "text", "text": "Par"},
+    ]
+    server.script(
+        Reply(
+            raw=(
+                event({"content": parts}),
+                event({"content": [{"type": "text", "text": "ts."}]}),
+                event({}, "stop"),
+                "data: [DONE]\n\n",
+            )
+        )
+    )
+    chunks, done = run(provider_for(server), ask())
+    assert "".join(chunks) == "Parts." == done.message.content

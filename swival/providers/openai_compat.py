@@ -140,7 +140,20 @@ def absorb_chunk(chunk: Mapping[str, Any], assembly: StreamAssembly) -> str:
                 fn = fn if isinstance(fn, Mapping) else {}
                 assembly.tool_delta(raw.get("index"), raw.get("id"), fn.get("name"),
                                     fn.get("arguments"))
-        content = delta.get("content")
-        text = assembly.text(content if isinstance(content, str) else "")
+        text = assembly.text(_content_text(delta.get("content"), assembly))
     assembly.finish(choice.get("finish_reason"))
     return text
+
+
+def _content_text(content: Any, assembly: StreamAssembly) -> str:
+    """A delta's text: a string, or a list of parts (`{"type": "text", "text": ...}`, as
+    Mistral-style servers send), whose `thinking` parts are reasoning."""
+    if isinstance(content, str):
+        return content
+    pieces: list[str] = []
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, Mapping) and part.get("type") == "thinking":
+            assembly.thinking("reasoning")  # progress; what it thought is not the reply
+        elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+    return "".join(pieces)
