@@ -288,7 +288,7 @@ class ContextEngine:
         return events
 
     def _exhausted_text(self, estimate: int) -> str:
-        return exhausted_text(self.budget.window, estimate, self._measure.schema_tokens,
+        return exhausted_text(self.budget, estimate, self._measure.schema_tokens,
                               self.storage.where() if self.transcript_path else None,
                               self.settings.interactive)
 
