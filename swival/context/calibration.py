@@ -12,7 +12,9 @@ What a server's prompt count covers is not the same everywhere:
 
 A *complete* count (the whole prompt) corrects our count in both directions, as a
 moving average: factor <- 0.8 * factor + 0.2 * (reported / ours), clamped to
-[0.5, 3.0]. A count that may leave cached tokens out only proves the prompt was at
+[0.5, 3.0]; and while the prompt only grows after it, the next prompt is at least that
+count plus what was appended, so the factor is raised to that when it is short of it
+(`follow`). A count that may leave cached tokens out only proves the prompt was at
 least that big: it may raise the factor to its ratio, never lower it. Otherwise the
 better the cache works, the more we would under-count, until prompts overflow.
 
@@ -114,6 +116,18 @@ class Calibration:
         if PLAUSIBLE[0] <= ratio <= PLAUSIBLE[1]:
             self.factor = _clamp(ratio)
             self.baseline = ratio
+
+    def follow(self, reported: int, raw_then: int, raw_now: int) -> None:
+        """The server counted `reported` for a prompt we counted as `raw_then`, and the
+        prompt has only grown since, to `raw_now`: it is at least that figure plus what
+        was appended. When that is more than our estimate, raise the factor to it (never
+        lower it). The ratio drifts as the prompt's mix changes (many small messages,
+        each with its template's overhead), faster than the average follows."""
+        if reported <= 0 or raw_then <= 0 or raw_now < raw_then:
+            return
+        least = reported + (raw_now - raw_then) * self.factor
+        if least > raw_now * self.factor:
+            self.factor = _clamp(least / raw_now)
 
     def jump(self, reported: int, raw_tokens: int) -> None:
         """After an overflow the server's figure is the truth: adopt it at once (never
