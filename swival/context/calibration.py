@@ -36,6 +36,11 @@ factor lags behind). Either sign is enough, on the first reply that shows it:
 - the count is far below the expected one: under 85 % of it (under 60 % before any
   complete count has given a baseline).
 
+A rewrite of the history forgets that ratio (`rewritten`): it was the old prompt's.
+After 35 tiny turns the server counted 1.4 times ours, after the rewrite about the same
+as ours, and the first figure after it looked like a second cut (a 2,048 window learned
+on a server running 4,096, and a run stopped with exit 5).
+
 Only a complete count shows a cut: one that may leave out cached tokens is small
 after every cache hit, and falls just under some power of two by chance.
 
@@ -116,6 +121,14 @@ class Calibration:
         if PLAUSIBLE[0] <= ratio <= PLAUSIBLE[1]:
             self.factor = _clamp(ratio)
             self.baseline = ratio
+
+    def rewritten(self) -> None:
+        """The history was rewritten: the prompt's mix changed (a pinned block of prose
+        for many small messages, one-line records for whole files), so the ratio recent
+        figures showed no longer says what the server will count. Until a figure for the
+        new prompt comes, a cut is judged as before any figure (wider margins); the
+        factor stays, and the next figure corrects it."""
+        self.baseline = None
 
     def follow(self, reported: int, raw_then: int, raw_now: int) -> None:
         """The server counted `reported` for a prompt we counted as `raw_then`, and the

@@ -323,6 +323,7 @@ class Compactor:
         added = max(0, self.measure.cost(history, state.sent)
                     - self.measure.cost(state.history, state.sent))
         state.history = history
+        self.measure.calibration.rewritten()
         event = Compacted(level, why[0], before, self.measure.tokens(history), why[1], added)
         state.compactions += 1
         self._record(history, event)

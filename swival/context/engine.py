@@ -299,6 +299,8 @@ class ContextEngine:
         level deeper than last time (past level 3, the emergency drop again), and let
         the agent retry. ContextExhausted when there is nothing left to compact."""
         sent = self._last[1] if self._last is not None else None
+        if error.window and error.kind != "truncated":  # said outright: a cut is no lesson
+            self.settings = replace(self.settings, confirmed_window=error.window)
         events = self._compactor.overflow(self._state, error, turn, sent)
         if not events:
             raise ContextExhausted(self._exhausted_text(self.estimate()))
