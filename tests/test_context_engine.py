@@ -123,6 +123,31 @@ def test_a_rewrite_reports_what_the_server_computes_again(tmp_path: Path) -> Non
     assert engine.usage().compactions == checked
 
 
+def test_call_ids_a_server_reuses_do_not_change_the_figures(tmp_path: Path) -> None:
+    """Servers that number calls per reply send "call_0" every time: the newest result
+    then answers the same id as the last one sent, which must not make the engine take
+    it for a message the server has cached (it charged those rewrites 0 tokens)."""
+    def session(same_id: bool) -> list[tuple[int, int, int]]:
+        engine = make_engine(tmp_path / str(same_id), 16384)
+        engine.add_user("read everything")
+        found = []
+        for n in range(1, 40):
+            engine.prepare(n)
+            call = ToolCall("call_0" if same_id else f"c{n}", "read_file",
+                            {"file_path": f"src/f{n}.py"})
+            engine.add_assistant(Message("assistant", f"step {n}", tool_calls=(call,)))
+            meta = {"kind": "file", "path": f"src/f{n}.py", "lines": 60}
+            engine.add_tool_result(call, ToolResult(code_text(60, n), meta=meta),
+                                   read_only=True)
+            found += [(e.level, e.tokens_after, e.reprocessed)
+                      for e in engine.after_tool_batch(n) if isinstance(e, Compacted)]
+        return found
+
+    unique = session(False)
+    assert unique and all(reprocessed > 0 for _, _, reprocessed in unique)
+    assert session(True) == unique
+
+
 def test_level_two_recaps_with_the_summarizer_and_keeps_requests(tmp_path: Path) -> None:
     seen: list[str] = []
 

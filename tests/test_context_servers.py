@@ -122,3 +122,56 @@ def test_llamacpp_counts_exactly_before_the_first_request_and_near_the_gate(
     assert 2 <= asked < len(server.seen) // 2
     assert max(s.total for s in server.seen) <= 8192
     assert not [e for e in events if isinstance(e, Notice) and "rejected" in e.text]
+
+
+@pytest.mark.parametrize("kind", ["llamacpp", "lmstudio"])
+def test_many_tiny_turns_at_4k_never_ask_for_more_reply_than_the_window_has(
+        tmp_path: Path, kind: str) -> None:
+    """Hundreds of tiny turns: each message carries its template's overhead, so the
+    server's count drifts ahead of ours faster than the moving average follows (it once
+    sent 68 of 301 requests whose prompt plus max_tokens passed the window). Its last
+    figure plus what was appended since is a floor for the next prompt."""
+    (tmp_path / "a.txt").write_text("alpha\n")
+    server = _start(kind=kind, window=4096, marker="TASKMARK")
+    server.script(*(tools([("run_command", {"command": f"echo step {i}"})] if i % 3 else
+                          [("read_file", {"file_path": "a.txt"})]) for i in range(150)),
+                  text("Done."))
+    try:
+        session = open_session(Settings(provider=kind, base_url=server.url,
+                                        project_root=tmp_path, yolo=True, max_turns=160),
+                               interactive=False)
+        events = list(session.agent.run_turn("count things TASKMARK"))
+    finally:
+        server.stop()
+    assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
+    asked = [body for body in server.requests if body.get("tools")]
+    assert len(asked) == len(server.seen) == 151
+    over = [(seen.total, body["max_tokens"]) for seen, body in zip(server.seen, asked,
+                                                                    strict=True)
+            if seen.total + body["max_tokens"] > 4096]
+    assert not over
+    assert server.without_marker == 0
+
+
+def test_a_rewrite_after_a_learned_cut_is_not_taken_for_another_cut(tmp_path: Path) -> None:
+    """Ollama's /v1 cutting at 4,096 while we budget on 8,192, with many tiny turns: the
+    server counts 1.4 times ours by then, the cut is learned, and the rewrite brings the
+    ratio back near 1. The first figure after it must not read as a second cut against
+    the old ratio (it once learned 2,048 and stopped the run with exit 5)."""
+    (tmp_path / "a.txt").write_text("alpha\n")
+    server = _start(kind="openai", window=4096, truncate=True, marker="TASKMARK")
+    server.script(*(tools([("run_command", {"command": f"echo step {i}"})] if i % 3 else
+                          [("read_file", {"file_path": "a.txt"})]) for i in range(60)),
+                  text("Done."))
+    try:
+        session = open_session(Settings(provider="generic", base_url=server.v1_url,
+                                        project_root=tmp_path, yolo=True, max_turns=70),
+                               interactive=False)
+        events = list(session.agent.run_turn("count things TASKMARK"))
+    finally:
+        server.stop()
+    assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
+    assert session.agent.context.budget.window == 4096
+    assert 1 <= server.truncations <= 3
+    learned = [e for e in events if isinstance(e, ReplyRestarted) and "tokens" in e.reason]
+    assert len(learned) == 1, [e.reason for e in learned]

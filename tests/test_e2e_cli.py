@@ -196,6 +196,9 @@ def test_server_overflow_is_answered_by_compaction(fake_server: Any, tmp_path: P
     report = json.loads(result.stdout)
     assert report["answer"] == "All parts read."
     assert any("overflow" in c["reason"] for c in report["compactions"])
+    # A server that states its window in an error does not cut prompts silently: a low
+    # count after the rewrite is its tokenizer's, never a second, smaller window.
+    assert "cut the prompt" not in result.stderr
     rejected = [r for r in server.requests if len(json.dumps(r)) // 4 > 4096]
     assert rejected, "the server did reject a request"
     assert len(json.dumps(server.requests[-1])) // 4 <= 4096

@@ -289,3 +289,19 @@ def test_a_one_shot_run_is_not_told_to_use_clear(tmp_path: Path) -> None:
     session = build_session(Settings(project_root=tmp_path), ScriptedProvider([]),
                             interactive=False)  # what `swival -p` builds
     assert session.agent.context.settings.interactive is False
+
+
+def test_exit_5_says_the_reply_has_no_room_when_the_prompt_alone_fits(tmp_path: Path) -> None:
+    """A prompt under the window that leaves under 256 tokens for the reply is not sent;
+    the message must not read as '1,422 tokens needed' of a 1,700-token window."""
+    engine = ContextEngine(ContextSettings(window=1024, interactive=False),
+                           "rules " * 760, [])
+    engine.add_user("hello")
+    with pytest.raises(ContextExhausted) as raised:
+        engine.prepare(1)
+    said = str(raised.value)
+    estimate = engine.estimate()
+    assert estimate < 1024, "the prompt alone is under the window"
+    room = engine.budget.reply_tokens(estimate)
+    assert f"the prompt takes about {estimate} tokens" in said
+    assert f"which leaves {room} for the reply, and a reply needs at least 256" in said

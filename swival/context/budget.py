@@ -56,15 +56,21 @@ class Budget:
         return max(0, min(self.max_output_tokens, room))
 
 
-def exhausted_text(window: int, estimate: int, schema_tokens: int,
+def exhausted_text(budget: Budget, estimate: int, schema_tokens: int,
                    transcript: str | None, interactive: bool = True) -> str:
-    """What the user reads when even the deepest compaction leaves no room; a one-shot
-    run (not `interactive`) has no /clear to suggest."""
+    """What the user reads when even the deepest compaction leaves no room for a reply
+    (the prompt alone may be under the window: what is missing is the reply's room); a
+    one-shot run (not `interactive`) has no /clear to suggest."""
     where = f" The full conversation is saved in {transcript}." if transcript else ""
     instead = ("start over with /clear and a smaller request" if interactive else
                "run again with a smaller request (fewer or smaller @-mentioned files)")
+    need = min(OUTPUT_FLOOR, budget.max_output_tokens)
+    room = budget.reply_tokens(estimate)
+    size = f"about {estimate} tokens ({schema_tokens} of them tool schemas)"
+    why = (f"the prompt takes {size}, which leaves {room} for the reply, and a reply needs "
+           f"at least {need}" if room < need else
+           f"the server still rejects the prompt, {size} by our count")
     return (
-        f"The conversation no longer fits the {window}-token context window, even after the "
-        f"deepest compaction (about {estimate} tokens needed, including {schema_tokens} for "
-        f"tool schemas).{where} To continue, load the model with a larger context window "
-        f"(and pass --max-context-tokens), or {instead}.")
+        f"The conversation no longer fits the {budget.window}-token context window, even "
+        f"after the deepest compaction: {why}.{where} To continue, load the model with a "
+        f"larger context window (and pass --max-context-tokens), or {instead}.")

@@ -12,7 +12,9 @@ What a server's prompt count covers is not the same everywhere:
 
 A *complete* count (the whole prompt) corrects our count in both directions, as a
 moving average: factor <- 0.8 * factor + 0.2 * (reported / ours), clamped to
-[0.5, 3.0]. A count that may leave cached tokens out only proves the prompt was at
+[0.5, 3.0]; and while the prompt only grows after it, the next prompt is at least that
+count plus what was appended, so the factor is raised to that when it is short of it
+(`follow`). A count that may leave cached tokens out only proves the prompt was at
 least that big: it may raise the factor to its ratio, never lower it. Otherwise the
 better the cache works, the more we would under-count, until prompts overflow.
 
@@ -33,6 +35,11 @@ factor lags behind). Either sign is enough, on the first reply that shows it:
   window with an expected count under it is an ordinary full prompt, not a cut;
 - the count is far below the expected one: under 85 % of it (under 60 % before any
   complete count has given a baseline).
+
+A rewrite of the history forgets that ratio (`rewritten`): it was the old prompt's.
+After 35 tiny turns the server counted 1.4 times ours, after the rewrite about the same
+as ours, and the first figure after it looked like a second cut (a 2,048 window learned
+on a server running 4,096, and a run stopped with exit 5).
 
 Only a complete count shows a cut: one that may leave out cached tokens is small
 after every cache hit, and falls just under some power of two by chance.
@@ -114,6 +121,26 @@ class Calibration:
         if PLAUSIBLE[0] <= ratio <= PLAUSIBLE[1]:
             self.factor = _clamp(ratio)
             self.baseline = ratio
+
+    def rewritten(self) -> None:
+        """The history was rewritten: the prompt's mix changed (a pinned block of prose
+        for many small messages, one-line records for whole files), so the ratio recent
+        figures showed no longer says what the server will count. Until a figure for the
+        new prompt comes, a cut is judged as before any figure (wider margins); the
+        factor stays, and the next figure corrects it."""
+        self.baseline = None
+
+    def follow(self, reported: int, raw_then: int, raw_now: int) -> None:
+        """The server counted `reported` for a prompt we counted as `raw_then`, and the
+        prompt has only grown since, to `raw_now`: it is at least that figure plus what
+        was appended. When that is more than our estimate, raise the factor to it (never
+        lower it). The ratio drifts as the prompt's mix changes (many small messages,
+        each with its template's overhead), faster than the average follows."""
+        if reported <= 0 or raw_then <= 0 or raw_now < raw_then:
+            return
+        least = reported + (raw_now - raw_then) * self.factor
+        if least > raw_now * self.factor:
+            self.factor = _clamp(least / raw_now)
 
     def jump(self, reported: int, raw_tokens: int) -> None:
         """After an overflow the server's figure is the truth: adopt it at once (never

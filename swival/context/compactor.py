@@ -168,8 +168,8 @@ class Compactor:
                 break
             measured = self._measured(state, level)
             state.last_level = level
-            chosen = self.gate.choose(measured, overhead=unsent) or min(
-                measured, key=lambda o: o.tokens, default=None)
+            chosen = self.gate.choose(measured, overhead=unsent) or self._largest(
+                measured, level, tokens)
             event = self._apply(state, chosen, reason, turn) if chosen else None
             if chosen is not None and event is None:
                 cause = NO_RECAP
@@ -182,6 +182,17 @@ class Compactor:
         if cause:
             events += [e for e in [self.emergency(state, turn, cause)] if e]
         return self._charge(state, events, start)
+
+    @staticmethod
+    def _largest(measured: list[Option], level: int, tokens: int) -> Option | None:
+        """The level's largest step, when none reaches the target; None when a level that
+        drops turns would not even make the prompt smaller (its pinned block and recap
+        outweigh the few turns it could drop): that costs a recap call and a rewrite of
+        the whole prompt for nothing, so the next level follows at once."""
+        smallest = min(measured, key=lambda o: o.tokens, default=None)
+        if smallest is None or (level > 1 and smallest.tokens >= tokens):
+            return None
+        return smallest
 
     def overflow(self, state: State, error: ContextOverflowError, turn: int,
                  sent: int | None) -> list[Compacted]:
@@ -312,6 +323,7 @@ class Compactor:
         added = max(0, self.measure.cost(history, state.sent)
                     - self.measure.cost(state.history, state.sent))
         state.history = history
+        self.measure.calibration.rewritten()
         event = Compacted(level, why[0], before, self.measure.tokens(history), why[1], added)
         state.compactions += 1
         self._record(history, event)

@@ -105,6 +105,8 @@ class ContextEngine:
         self._state = State()
         self._ledger = Ledger.for_budget(self.budget.input_budget)
         self._last: tuple[Prepared, int] | None = None  # the last request, our raw count
+        # The server's whole-prompt figure for a request, our raw count and its history.
+        self._anchor: tuple[int, int, History] | None = None
         self._retooled = 0  # re-processing counted for tool changes since that request
         self._batch: list[bool] = []  # read-only flags of the calls in this batch
         self._notes: list[str] = []  # notes waiting for the next user message
@@ -212,6 +214,7 @@ class ContextEngine:
         """Compact if needed and return the request. Raises ContextExhausted (exit 5)
         when even the deepest compaction leaves too little room for a reply."""
         self._measure.count_exactly(self._state.history, self.budget.trigger)
+        self._follow_server()
         events = self._compactor.due(self._state, turn, "before model call")
         raw = self._measure.raw(self._state.history)
         estimate = self.calibration.apply(raw)
@@ -223,6 +226,16 @@ class ContextEngine:
                             room_limited=reply < self.budget.max_output_tokens)
         self._last = (prepared, raw)
         return prepared
+
+    def _follow_server(self) -> None:
+        """Since the server's last whole-prompt figure the history only grew: it counts
+        at least that much more (calibration.follow). Not after a rewrite."""
+        if self._anchor is None:
+            return
+        reported, raw_then, then = self._anchor
+        history = self._state.history
+        if history.extends(then):
+            self.calibration.follow(reported, raw_then, self._measure.raw(history))
 
     def make_room(self, turn: int) -> list[Compacted]:
         """A reply ran out of room in the window: compact down to the target when the
@@ -248,6 +261,7 @@ class ContextEngine:
         self.settings = replace(self.settings, window=window, confirmed_window=confirmed)
         self.gate.budget = replace(self.budget, window=window)
         self.calibration.forget()
+        self._anchor = None
         self._measure.recount()
         self._state.sent = History()  # the new model has nothing cached: nothing to lose
         return self._compactor.due(self._state, turn, "model switched", wait=False)
@@ -274,21 +288,26 @@ class ContextEngine:
             return None
         complete = self.settings.counts_include_cache or usage.cached_tokens is not None
         reading = Reading(usage.prompt_tokens, self._last[1], complete)
-        return self.calibration.judge(reading, self.budget.window, prepared.estimated_tokens,
-                                      self.settings.confirmed_window)
+        cut = self.calibration.judge(reading, self.budget.window, prepared.estimated_tokens,
+                                     self.settings.confirmed_window)
+        self._anchor = (usage.prompt_tokens, self._last[1], self._state.sent) if (
+            complete and cut is None) else None
+        return cut
 
     def on_overflow(self, error: ContextOverflowError, turn: int) -> list[Compacted]:
         """The server rejected (or cut) the last prompt: adopt its figures, compact one
         level deeper than last time (past level 3, the emergency drop again), and let
         the agent retry. ContextExhausted when there is nothing left to compact."""
         sent = self._last[1] if self._last is not None else None
+        if error.window and error.kind != "truncated":  # said outright: a cut is no lesson
+            self.settings = replace(self.settings, confirmed_window=error.window)
         events = self._compactor.overflow(self._state, error, turn, sent)
         if not events:
             raise ContextExhausted(self._exhausted_text(self.estimate()))
         return events
 
     def _exhausted_text(self, estimate: int) -> str:
-        return exhausted_text(self.budget.window, estimate, self._measure.schema_tokens,
+        return exhausted_text(self.budget, estimate, self._measure.schema_tokens,
                               self.storage.where() if self.transcript_path else None,
                               self.settings.interactive)
 
@@ -346,6 +365,7 @@ class ContextEngine:
             return 0
         self._schemas = tuple(schemas)
         self._measure.set_schemas(self._schemas)
+        self._anchor = None  # the server's figure covered the old schemas
         if self._last is None:
             return 0
         tokens = self.estimate()

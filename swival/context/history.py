@@ -119,6 +119,11 @@ class History:
                            + (self.turns[-1].answered(message, facts, count),))
         return replace(self, turns=self.turns + (Turn.of((message,), (facts,), count),))
 
+    def extends(self, other: History) -> bool:
+        """Whether this is `other` with messages appended, nothing before them changed."""
+        return (self.pinned is other.pinned and len(self.turns) >= len(other.turns)
+                and all(a is b for a, b in zip(other.turns, self.turns, strict=False)))
+
     def with_turns(self, turns: tuple[Turn, ...]) -> History:
         return replace(self, turns=turns)
 

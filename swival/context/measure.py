@@ -118,13 +118,20 @@ class Measure:
         message may have been shrunk since (it is found by the call it answers)."""
         if not sent.turns:
             return history.tokens
-        last = _identity(sent.turns[-1].messages[-1])
-        tokens = 0
-        for turn in reversed(history.turns):
-            for message in reversed(turn.messages):
-                if _identity(message) == last:
-                    return tokens
-                tokens += self.counter.message(message)
+        last = sent.turns[-1].messages[-1]
+        # A rewrite never moves a message later, and servers that number calls per reply
+        # ("call_0" every time) give later results the same call id: look no later than
+        # where the message was, for the message itself, else the one it became.
+        after = sum(len(t.messages) for t in history.turns) - sum(
+            len(t.messages) for t in sent.turns)
+        for same in (lambda m: m is last, lambda m: _identity(m) == _identity(last)):
+            tokens, skip = 0, after
+            for turn in reversed(history.turns):
+                for message in reversed(turn.messages):
+                    if skip <= 0 and same(message):
+                        return tokens
+                    skip -= 1
+                    tokens += self.counter.message(message)
         return 0
 
     def cost(self, history: History, sent: History) -> int:
