@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from swival.errors import ProviderError
 from swival.providers.assembly import StreamAssembly
 from swival.providers.base import ChatRequest, ProviderInfo, StreamItem, TextChunk
+from swival.providers.bodylines import BodyTooLarge, body_lines
 from swival.providers.overflow import classify_overflow
 from swival.providers.streaming import RetryPolicy, StreamingProvider, Transient
 
@@ -157,7 +158,7 @@ class OpenReply:
         """The body's lines. `progress()` is read after each line is handled; when it grew,
         the line carried a piece of the reply and the idle limit starts again."""
         seen = progress()
-        for line in self.response.iter_lines():
+        for line in body_lines(self.response.iter_bytes()):
             yield line
             now = progress()
             if now != seen:
@@ -301,6 +302,8 @@ class DirectProvider(StreamingProvider):
                 if reply.status != 200:
                     raise self._http_error(request, reply.status, reply.error_text(),
                                            reply.retry_after())
+                if "html" in reply.response.headers.get("content-type", "").lower():
+                    raise self._not_a_model("answered with a web page (text/html)")
                 decode = self._decoder(request, assembly)
                 for line in reply.lines(lambda: assembly.progress):
                     text = decode(line)
@@ -308,6 +311,8 @@ class DirectProvider(StreamingProvider):
                         yield TextChunk(text)
                     if assembly.ended:
                         break
+        except BodyTooLarge as exc:
+            raise self._not_a_model(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - only httpx failures are mapped here
             mapped = transport_error(exc, reply.watchdog if reply is not None else None)
             if mapped is None:
@@ -319,6 +324,13 @@ class DirectProvider(StreamingProvider):
         if not assembly.finished and assembly.has_content:
             raise Transient("the stream ended before the reply was complete")
         yield assembly.completion()
+
+    def _not_a_model(self, what: str) -> ProviderError:
+        """The server at the base URL replied with something that is no chat reply."""
+        return ProviderError(
+            f"{self.info.base_url} {what}, not a chat reply: it does not look like a model "
+            "server's API. Check that --base-url is the model server's address and "
+            "--provider its kind.")
 
     def _http_error(self, request: ChatRequest, status: int, body: str,
                     wait: float | None) -> Exception:
