@@ -5,7 +5,11 @@ reach, what they see of the environment, and what the person is told."""
 from __future__ import annotations
 
 import json
+import shutil
+import socket
+import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +194,58 @@ def test_outside_the_sandbox_swivals_own_proc_files_hold_no_secret(
                "swival", secrets=int(value[::-1] in environ + cmdline))
         assert value[::-1] not in environ + cmdline
     assert server.auth[0] == f"Bearer {KEY}"  # Swival itself still has the key
+
+
+@pytest.fixture
+def user_dirs() -> Iterator[Path]:
+    """The user's config and state directories, outside /tmp (which the sandbox replaces
+    anyway), as XDG_CONFIG_HOME and XDG_STATE_HOME point to them."""
+    home = Path.home() / f".swival-e2e-{uuid.uuid4().hex[:12]}"
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@needs_bwrap
+def test_swivals_own_config_state_and_the_ssh_agent_are_hidden_from_commands(
+        fake_server: Any, project: Path, user_dirs: Path) -> None:
+    config, state = user_dirs / "config" / "swival", user_dirs / "state" / "swival"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('# deploy with passphrase "correct-horse-42"\n')
+    (state / "sessions").mkdir(parents=True)
+    agent_path = str(user_dirs / "agent.sock")
+    agent = socket.socket(socket.AF_UNIX)
+    agent.bind(agent_path)
+    agent.listen(4)
+    agent.settimeout(0.5)
+    connect = (f'"{sys.executable}" -c "import socket; s = socket.socket(socket.AF_UNIX); '
+               f"s.connect('{agent_path}')\" && echo agent-connected")
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command=f"cat {config}/config.toml; ls -A {state}; "
+                                    f"touch {state}/planted; {connect}"),
+        text("done"))
+    env = {"XDG_CONFIG_HOME": str(user_dirs / "config"),
+           "XDG_STATE_HOME": str(user_dirs / "state"), "SSH_AUTH_SOCK": agent_path}
+    try:
+        result = run_swival(server, project, "--commands", "all", "-p", "look", env=env)
+        try:
+            agent.accept()[0].close()
+            reached = True
+        except TimeoutError:
+            reached = False
+    finally:
+        agent.close()
+    (shown,) = tool_results(server)
+    crashed = "Traceback" in result.stderr
+    for case, escaped in [("read Swival's config file", "correct-horse-42" in shown),
+                          ("list Swival's state directory", "sessions" in shown),
+                          ("write Swival's state directory", (state / "planted").exists()),
+                          ("connect to the SSH agent", reached or "agent-connected" in shown)]:
+        record("sandbox escape", f"--commands all: {case}", "swival", escaped=escaped,
+               traceback=crashed)
+    assert result.returncode == 0, result.stderr
+    assert "correct-horse-42" not in shown and "sessions" not in shown
+    assert not (state / "planted").exists()
+    assert not reached and "agent-connected" not in shown and "Connection refused" in shown
+    assert (state / "sessions").is_dir(), "Swival itself still uses its state directory"
