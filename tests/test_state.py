@@ -81,6 +81,27 @@ def test_a_file_named_swival_stops_swival(tmp_path: Path) -> None:
     assert (tmp_path / ".swival").read_text() == "not a directory"
 
 
+@pytest.mark.parametrize("planted", ["history:pipe", "history:directory",
+                                     "sessions:file", "out:file", "undo:pipe"])
+def test_a_state_entry_of_the_wrong_kind_stops_swival(tmp_path: Path, planted: str) -> None:
+    name, kind = planted.split(":")
+    path = tmp_path / ".swival" / name
+    path.parent.mkdir()
+    if kind == "pipe":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.write_text("shipped")
+    with pytest.raises(UsageError) as caught:
+        prepare_state_dir(tmp_path)
+    message = str(caught.value)
+    wanted = "a regular file" if name == "history" else "a directory"
+    shown = "named pipe" if kind == "pipe" else kind
+    assert f"is not {wanted}" in message and f"(it is a {shown})" in message
+    assert f"mv {path} {path}.bak" in message and caught.value.exit_code == 2
+
+
 # --- the model's tools and .swival --------------------------------------------------------
 
 @pytest.mark.parametrize("path", [".swival/sessions/20990101-000000-abcd.jsonl",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from swival.errors import UsageError
@@ -30,6 +31,22 @@ def _refuse(path: Path) -> None:
             f"{path} is a file, but Swival keeps its transcripts and saved output in a "
             f".swival directory there. Move the file away (mv {path} {path}.bak) and start "
             "Swival again.")
+    want_file = path.name == HISTORY
+    if path.exists() and (not path.is_file() if want_file else not path.is_dir()):
+        # A pipe as the history file would hang the prompt; a file as a folder fails later.
+        what = "a regular file" if want_file else "a directory"
+        raise UsageError(
+            f"{path} is not {what}, as Swival needs it to be (it is {_kind(path)}); a "
+            f"repository may have shipped it. Move it away (mv {path} {path}.bak) and "
+            "start Swival again.")
+
+
+def _kind(path: Path) -> str:
+    """What `path` is, in words, for the message above."""
+    mode = path.stat().st_mode
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")]
+    return next((word for test, word in kinds if test(mode)), "a file")
 
 
 def prepare_state_dir(root: Path) -> Path:
