@@ -31,18 +31,16 @@ def _refuse(path: Path) -> None:
             f"{path} is a file, but Swival keeps its transcripts and saved output in a "
             f".swival directory there. Move the file away (mv {path} {path}.bak) and start "
             "Swival again.")
-    want_file = path.name == HISTORY
-    if path.exists() and (not path.is_file() if want_file else not path.is_dir()):
-        # A pipe as the history file would hang the prompt; a file as a folder fails later.
-        what = "a regular file" if want_file else "a directory"
+    if path.name == HISTORY and path.exists() and not path.is_file():
+        # The prompt appends to it: opening a named pipe there waits for a reader forever.
         raise UsageError(
-            f"{path} is not {what}, as Swival needs it to be (it is {_kind(path)}); a "
-            f"repository may have shipped it. Move it away (mv {path} {path}.bak) and "
-            "start Swival again.")
+            f"{path} is not a regular file (it is {_kind(path)}), but Swival keeps the "
+            "REPL's input history there; a repository may have shipped it. Move it away "
+            f"(mv {path} {path}.bak) and start Swival again.")
 
 
 def _kind(path: Path) -> str:
-    """What `path` is, in words, for the message above."""
+    """What `path`, which is no regular file, is, in words."""
     mode = path.stat().st_mode
     kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"),
              (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")]
