@@ -81,6 +81,27 @@ def test_a_shipped_history_that_is_no_file_stops_the_repl_at_once(
     assert server.requests == []
 
 
+def test_a_shipped_spill_folder_whose_lock_is_a_pipe_does_not_hang_pruning(
+        fake_server: Any, tmp_path: Path) -> None:
+    """Pruning asks each other spill folder's `.live` file whether a session holds it;
+    opening a named pipe planted there waited for a writer forever."""
+    planted = tmp_path / ".swival" / "out" / "shipped"
+    planted.mkdir(parents=True)
+    os.mkfifo(planted / ".live")
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command="seq 1 30000"), text("counted"))
+    try:
+        result = run_swival(server, tmp_path, "--commands", "all", "-p", "count", timeout=30)
+        hung = False
+    except subprocess.TimeoutExpired:
+        hung = True
+    record("hang", "a shipped .swival/out/<folder>/.live that is a named pipe", "swival",
+           hung=hung, traceback=not hung and "Traceback" in result.stderr)
+    assert not hung, "pruning waited on the planted pipe"
+    assert (result.returncode, result.stdout) == (0, "counted\n"), result.stderr
+    assert "full text in .swival/out/" in result.stderr
+
+
 def test_the_model_cannot_forge_a_session(fake_server: Any, tmp_path: Path) -> None:
     forged = ".swival/sessions/20990101-000000-ffff.jsonl"
     server = fake_server(kind="llamacpp").script(
