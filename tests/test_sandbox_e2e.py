@@ -249,3 +249,60 @@ def test_swivals_own_config_state_and_the_ssh_agent_are_hidden_from_commands(
     assert not (state / "planted").exists()
     assert not reached and "agent-connected" not in shown and "Connection refused" in shown
     assert (state / "sessions").is_dir(), "Swival itself still uses its state directory"
+
+
+SNEAKY = {
+    "rename .git away": "mv .git g2",
+    "rename .swival away": "mv .swival s2",
+    "hard link into .git, then write": "ln .git/config hl && echo x >> hl",
+    "symlink to .git/hooks, then write": "ln -s .git/hooks h && echo x > h/pre-commit",
+    "new user namespace, unmount .git, then write": (
+        "python3 -c \"import ctypes, os; l = ctypes.CDLL(None, use_errno=True); "
+        "l.unshare(0x10000000 | 0x20000); g = os.getcwd().encode() + b'/.git'; "
+        "l.umount2(g, 2); l.mount(None, g, None, 32 | 4096, None); "
+        "open('.git/config', 'a').write('x')\""),
+    "see Swival's process": ('pat=bin/swiv; pat="${pat}al"; for p in /proc/[0-9]*; do '
+                             'grep -qa "$pat" "$p/cmdline" 2>/dev/null && exit 0; done; exit 1'),
+}
+
+
+@needs_bwrap
+def test_sandbox_escapes_through_renames_links_namespaces_and_proc_fail(
+        fake_server: Any, project: Path) -> None:
+    abstract = socket.socket(socket.AF_UNIX)
+    name = f"swival-e2e-{uuid.uuid4().hex[:12]}"
+    abstract.bind("\0" + name)
+    abstract.listen(4)
+    abstract.settimeout(0.5)
+    attempts = {**SNEAKY, "connect to an abstract socket": (
+        f"python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect('\\0{name}')\"")}
+    script = " ; ".join(f"( {cmd} ) >/dev/null 2>&1 && echo 'ESCAPED: {case}'"
+                        for case, cmd in attempts.items())
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command=script), tool("run_command", command="kill -9 -1"),
+        text("still here"))
+    try:
+        # --sandbox on: should bwrap fail after all, nothing runs (`kill -9 -1` unconfined
+        # would end every process of the user).
+        result = run_swival(server, project, "--commands", "all", "--sandbox", "on",
+                            "-p", "escape")
+        try:
+            abstract.accept()[0].close()
+            reached = True
+        except TimeoutError:
+            reached = False
+    finally:
+        abstract.close()
+    shown = tool_results(server)[0] if len(server.requests) > 1 else ""
+    crashed = "Traceback" in result.stderr
+    for case in attempts:
+        escaped = f"ESCAPED: {case}" in shown or (case.startswith("connect") and reached)
+        record("sandbox escape", f"--commands all: {case}", "swival", escaped=escaped,
+               traceback=crashed)
+    record("sandbox escape", "--commands all: kill -9 -1 (every process it may)", "swival",
+           escaped=result.stdout != "still here\n", traceback=crashed)
+    assert (result.returncode, result.stdout) == (0, "still here\n"), result.stderr
+    assert "ESCAPED" not in shown and not reached, shown
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    assert not list((project / ".git" / "hooks").iterdir())
+    assert (project / ".git").is_dir() and (project / ".swival").is_dir()
