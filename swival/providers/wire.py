@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
+import re
 import socket
 import sys
 import threading
@@ -66,14 +67,13 @@ def limit_message(limits: Limits, started: bool) -> str:
 
 
 def retry_after(value: str | None, now: Callable[[], float] = time.time) -> float | None:
-    """Seconds to wait from a Retry-After header: a number of seconds or an HTTP date."""
+    """Seconds to wait from a Retry-After header: a number of seconds or an HTTP date.
+    None for anything else (`nan`, `-5`, `inf`): the usual backoff applies then."""
     if not value:
         return None
     value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    if re.fullmatch(r"[0-9]+(\.[0-9]+)?", value):
+        return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
