@@ -30,6 +30,7 @@ otherwise bring its own config, and programs to run with it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import os
 import re
@@ -200,11 +201,13 @@ class Sandbox:
     def launch(self, argv: Sequence[str], mounts: Mounts, base_env: Mapping[str, str],
                ) -> Iterator[Launch]:
         """How to start `argv` (sandboxed when active). On leaving, the empty read-only
-        stand-ins for a missing `.git`/`.swival` that bwrap left in the workspace are removed."""
+        stand-ins for a missing `.git`/`.swival` that bwrap left in the workspace are
+        removed, once no sandboxed command of this process or another runs there."""
         env = self.environment(base_env)
         if self.bwrap is None:
             yield Launch(list(argv), env)
             return
+        hold = _hold(mounts.writable[0])  # before looking: a stub may be leaving right now
         stubs = _missing_protected(mounts)
         flags = [*base_flags(self.config.allow_net), *_mount_flags(mounts, self._private_tmp()),
                  *_hide_flags(self.config.hidden, mounts), *_protect_flags(mounts, stubs),
@@ -212,9 +215,14 @@ class Sandbox:
         try:
             yield Launch([self.bwrap, *flags, "--", *argv], env, sandboxed=True)
         finally:
-            for stub in stubs:
-                with contextlib.suppress(OSError):
-                    stub.rmdir()  # only succeeds while empty: nothing of anyone's is lost
+            _PENDING_STUBS.update(stubs)
+            if _last_out(hold):
+                for stub in list(_PENDING_STUBS):
+                    _PENDING_STUBS.discard(stub)
+                    with contextlib.suppress(OSError):
+                        stub.rmdir()  # only succeeds while empty: nothing of anyone's is lost
+            if hold is not None:
+                os.close(hold)
 
     def explain(self, output: str, mounts: Mounts) -> str:
         """Notes for the model when `output` shows the sandbox got in the way ('' if not)."""
@@ -328,6 +336,40 @@ def _hide_flags(hidden: Sequence[str], mounts: Mounts) -> list[str]:
         flags += (["--tmpfs", str(path), "--remount-ro", str(path)] if path.is_dir()
                   else ["--ro-bind", "/dev/null", str(path)])
     return flags
+
+
+# Stubs whose removal waits until no sandboxed command runs in their workspace. Removing
+# a directory that is a mount point in another command's sandbox detaches that mount, so
+# a command still running there (another session's, in the same workspace) could then
+# create `.git` on the host. Every launch holds a shared lock on the workspace directory
+# while its command runs; stubs are removed only by one that then gets it exclusively.
+_PENDING_STUBS: set[Path] = set()
+
+
+def _hold(workspace: Path) -> int | None:
+    """A descriptor of `workspace` with a shared lock on it (None if it cannot be had)."""
+    try:
+        fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _last_out(hold: int | None) -> bool:
+    """Whether no other sandboxed command runs in the workspace `hold` locks (checked by
+    taking the lock exclusively, which the caller's close of `hold` gives back)."""
+    if hold is None:
+        return True
+    try:
+        fcntl.flock(hold, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
 
 
 def _missing_protected(mounts: Mounts) -> list[Path]:
