@@ -30,7 +30,6 @@ otherwise bring its own config, and programs to run with it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import os
 import re
@@ -53,6 +52,7 @@ from swival.config import (
 )
 from swival.errors import ConfigError
 from swival.tools.process import Outcome
+from swival.tools.sandbox_stubs import hold_workspace, missing_protected, release
 
 PROTECTED_NAMES = (".git", ".swival")
 PROBE_TIMEOUT = 10.0
@@ -207,22 +207,15 @@ class Sandbox:
         if self.bwrap is None:
             yield Launch(list(argv), env)
             return
-        hold = _hold(mounts.writable[0])  # before looking: a stub may be leaving right now
-        stubs = _missing_protected(mounts)
+        hold = hold_workspace(mounts.writable[0])  # before looking: a stub may be leaving
+        stubs = missing_protected(mounts.writable[0], PROTECTED_NAMES)
         flags = [*base_flags(self.config.allow_net), *_mount_flags(mounts, self._private_tmp()),
                  *_hide_flags(self.config.hidden, mounts), *_protect_flags(mounts, stubs),
                  "--chdir", str(mounts.writable[0])]
         try:
             yield Launch([self.bwrap, *flags, "--", *argv], env, sandboxed=True)
         finally:
-            _PENDING_STUBS.update(stubs)
-            if _last_out(hold):
-                for stub in list(_PENDING_STUBS):
-                    _PENDING_STUBS.discard(stub)
-                    with contextlib.suppress(OSError):
-                        stub.rmdir()  # only succeeds while empty: nothing of anyone's is lost
-            if hold is not None:
-                os.close(hold)
+            release(mounts.writable[0], hold, stubs)
 
     def explain(self, output: str, mounts: Mounts) -> str:
         """Notes for the model when `output` shows the sandbox got in the way ('' if not)."""
@@ -336,49 +329,6 @@ def _hide_flags(hidden: Sequence[str], mounts: Mounts) -> list[str]:
         flags += (["--tmpfs", str(path), "--remount-ro", str(path)] if path.is_dir()
                   else ["--ro-bind", "/dev/null", str(path)])
     return flags
-
-
-# Stubs whose removal waits until no sandboxed command runs in their workspace. Removing
-# a directory that is a mount point in another command's sandbox detaches that mount, so
-# a command still running there (another session's, in the same workspace) could then
-# create `.git` on the host. Every launch holds a shared lock on the workspace directory
-# while its command runs; stubs are removed only by one that then gets it exclusively.
-_PENDING_STUBS: set[Path] = set()
-
-
-def _hold(workspace: Path) -> int | None:
-    """A descriptor of `workspace` with a shared lock on it (None if it cannot be had)."""
-    try:
-        fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _last_out(hold: int | None) -> bool:
-    """Whether no other sandboxed command runs in the workspace `hold` locks (checked by
-    taking the lock exclusively, which the caller's close of `hold` gives back)."""
-    if hold is None:
-        return True
-    try:
-        fcntl.flock(hold, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    return True
-
-
-def _missing_protected(mounts: Mounts) -> list[Path]:
-    """`.git`/`.swival` paths absent from the workspace (which we can write to), to be
-    covered while a command runs so it cannot create them."""
-    root = mounts.writable[0]
-    if not os.access(root, os.W_OK):
-        return []
-    return [root / name for name in PROTECTED_NAMES if not os.path.lexists(root / name)]
 
 
 def _protect_flags(mounts: Mounts, stubs: list[Path]) -> list[str]:
