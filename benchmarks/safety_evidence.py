@@ -41,6 +41,8 @@ TESTS = (
     "tests/test_trust.py",
     "tests/test_trust_e2e.py",
     "tests/test_providers_wire.py",
+    "tests/test_providers_bodies.py",
+    "tests/test_secrets_e2e.py",
     "tests/test_robust_e2e.py",
     "tests/test_robust_property.py",
     "tests/test_robust_tools.py",

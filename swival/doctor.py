@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from swival.config import Settings
+from swival.config import Settings, redactor_for
 from swival.context.budget import Budget
 from swival.context.tokens import TokenCounter
 from swival.errors import SwivalError
@@ -121,5 +121,6 @@ def run_doctor(settings: Settings) -> int:
         error = None
     except SwivalError as exc:
         info, error = None, str(exc)
-    print("\n".join(report(settings, info, error)))
+    # Redacted like every other output: a key can sit in the base URL's query string.
+    print(redactor_for(settings, os.environ).redact("\n".join(report(settings, info, error))))
     return 0 if info is not None else 3

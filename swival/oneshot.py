@@ -177,8 +177,9 @@ def _announce(session: Session, lines: JsonLines | None) -> None:
     err = stderr_console()
     info = session.provider.info
     if not (settings.quiet or settings.output_format != "text"):
-        say(f"swival · {info.provider} {info.base_url} · {info.model} · window "
-            f"{info.window.describe()} · {session.agent.describe_sandbox()}", "dim", err)
+        say(session.redactor.redact(  # a key can sit in the base URL's query string
+            f"swival · {info.provider} {info.base_url} · {info.model} · window "
+            f"{info.window.describe()} · {session.agent.describe_sandbox()}"), "dim", err)
     if lines is not None:
         lines.write({"type": "start", "provider": info.provider, "base_url": info.base_url,
                      "model": info.model, "window": info.window.tokens,

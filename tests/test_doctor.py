@@ -95,3 +95,4 @@ def test_startup_warns_when_overhead_exceeds_a_quarter(fake_server: Any, tmp_pat
     result = run_swival(server, tmp_path, "-p", "hi")
     assert result.returncode == 0, result.stderr
     assert "of the 4096-token window" in result.stderr and "AGENTS.md" in result.stderr
+

@@ -48,6 +48,60 @@ def test_a_symlinked_state_dir_stops_swival(fake_server: Any, tmp_path: Path) ->
     assert list(elsewhere.iterdir()) == [] and server.requests == []
 
 
+@pytest.mark.parametrize("shipped", ["pipe", "directory"])
+def test_a_shipped_history_that_is_no_file_stops_the_repl_at_once(
+        fake_server: Any, tmp_path: Path, shipped: str) -> None:
+    """A named pipe as the REPL's history file made the first request hang for good
+    (appending to a pipe waits for a reader); now Swival stops at start-up, saying what
+    to move away."""
+    pexpect = pytest.importorskip("pexpect")
+    project = tmp_path / "project"
+    (project / ".swival").mkdir(parents=True)
+    history = project / ".swival" / "history"
+    os.mkfifo(history) if shipped == "pipe" else history.mkdir()
+    server = fake_server(kind="llamacpp").script(text("hello there"))
+    command = swival_command()
+    env = {**os.environ, "XDG_CONFIG_HOME": str(project / ".xdg"), "NO_COLOR": "1"}
+    child = pexpect.spawn(command[0], [*command[1:], "--provider", "llamacpp", "--base-url",
+                                       server.url], cwd=str(project), env=env,
+                          encoding="utf-8", timeout=15, dimensions=(40, 200))
+    try:
+        child.expect(["not a regular file", "›"])
+        stopped = child.after == "not a regular file"
+        if not stopped:
+            child.sendline("hi")
+        hung = child.expect([pexpect.EOF, "hello there", pexpect.TIMEOUT]) == 2
+    finally:
+        child.close(force=True)
+    record("hang", f"REPL with .swival/history shipped as a {shipped}", "swival", hung=hung,
+           traceback="Traceback" in (child.before or ""))
+    assert stopped and not hung, child.before
+    assert child.exitstatus == 2
+    assert f"mv {history} {history}.bak" in " ".join((child.before or "").split())
+    assert server.requests == []
+
+
+def test_a_shipped_spill_folder_whose_lock_is_a_pipe_does_not_hang_pruning(
+        fake_server: Any, tmp_path: Path) -> None:
+    """Pruning asks each other spill folder's `.live` file whether a session holds it;
+    opening a named pipe planted there waited for a writer forever."""
+    planted = tmp_path / ".swival" / "out" / "shipped"
+    planted.mkdir(parents=True)
+    os.mkfifo(planted / ".live")
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command="seq 1 30000"), text("counted"))
+    try:
+        result = run_swival(server, tmp_path, "--commands", "all", "-p", "count", timeout=30)
+        hung = False
+    except subprocess.TimeoutExpired:
+        hung = True
+    record("hang", "a shipped .swival/out/<folder>/.live that is a named pipe", "swival",
+           hung=hung, traceback=not hung and "Traceback" in result.stderr)
+    assert not hung, "pruning waited on the planted pipe"
+    assert (result.returncode, result.stdout) == (0, "counted\n"), result.stderr
+    assert "full text in .swival/out/" in result.stderr
+
+
 def test_the_model_cannot_forge_a_session(fake_server: Any, tmp_path: Path) -> None:
     forged = ".swival/sessions/20990101-000000-ffff.jsonl"
     server = fake_server(kind="llamacpp").script(

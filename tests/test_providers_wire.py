@@ -244,6 +244,10 @@ def test_retry_after_as_an_http_date() -> None:
     later = format_datetime(datetime(2025, 3, 1, 12, 0, 30, tzinfo=UTC), usegmt=True)
     assert retry_after(later, now=now.timestamp) == pytest.approx(30.0)
     assert retry_after("7") == 7.0
+    # Not a delay a server may send: the usual backoff applies (nan waited nothing at all).
+    for odd in ("nan", "inf", "-5", "1e400", "0x10", "1_000", "soon"):
+        assert retry_after(odd) is None, odd
+    assert retry_after(" 2.5 ") == 2.5
     assert retry_after("soon") is None and retry_after(None) is None
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from swival.messages import ToolCall, ToolResult
 from swival.tools.base import ToolContext
 from swival.tools.core import core_tools
 from swival.tools.registry import ToolRegistry
-from swival.tools.sandbox import Sandbox, SandboxConfig
+from swival.tools.sandbox import Mounts, Sandbox, SandboxConfig
 from tests.e2e import Listener, bwrap_problem, gone, unique_sleep
 from tests.evidence import record
 
@@ -302,3 +304,36 @@ def test_a_project_file_loosens_the_sandbox_only_when_trusted(
     assert getattr(trusted, name) == value
     assert getattr(untrusted, name) == (ignored if held else value)
     assert (name in untrusted.trust_keys) is held
+
+
+@needs_bwrap
+def test_a_stub_is_not_removed_while_another_command_runs_behind_it(tmp_path: Path) -> None:
+    """Two commands in one workspace without `.git` (two sessions, say): the first makes
+    the read-only stand-in, the second runs behind it. Removing the stand-in when the first
+    ended detached it from the second's sandbox, which could then create `.git` (a hook, a
+    config with core.fsmonitor) on the host."""
+    (tmp_path / ".swival").mkdir()
+    mounts = Mounts((tmp_path,))
+    first, second = sandbox(), sandbox()
+    plant = ("for i in $(seq 1 30); do mkdir -p .git/hooks 2>/dev/null && "
+             "echo x > .git/hooks/pre-commit 2>/dev/null && echo WROTE && exit 0; "
+             "sleep 0.1; done; echo refused")
+    seen: dict[str, str] = {}
+
+    def run_second() -> None:
+        with second.launch(["bash", "-c", plant], mounts, os.environ) as launch:
+            seen["out"] = subprocess.run(launch.argv, env=launch.env, capture_output=True,
+                                         text=True, timeout=30).stdout.strip()
+
+    with first.launch(["sleep", "0.8"], mounts, os.environ) as launch:
+        sleeper = subprocess.Popen(launch.argv, env=launch.env)
+        time.sleep(0.4)  # the stand-in exists; the second command starts behind it
+        other = threading.Thread(target=run_second)
+        other.start()
+        sleeper.wait()
+    other.join()
+    planted = (tmp_path / ".git" / "hooks" / "pre-commit").exists()
+    record("sandbox escape", "create .git after another command's stand-in went away",
+           "in-process", escaped=planted)
+    assert seen["out"] == "refused" and not planted
+    assert not (tmp_path / ".git").exists(), "the last command out removed the stand-in"

@@ -5,7 +5,11 @@ reach, what they see of the environment, and what the person is told."""
 from __future__ import annotations
 
 import json
+import shutil
+import socket
+import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +194,115 @@ def test_outside_the_sandbox_swivals_own_proc_files_hold_no_secret(
                "swival", secrets=int(value[::-1] in environ + cmdline))
         assert value[::-1] not in environ + cmdline
     assert server.auth[0] == f"Bearer {KEY}"  # Swival itself still has the key
+
+
+@pytest.fixture
+def user_dirs() -> Iterator[Path]:
+    """The user's config and state directories, outside /tmp (which the sandbox replaces
+    anyway), as XDG_CONFIG_HOME and XDG_STATE_HOME point to them."""
+    home = Path.home() / f".swival-e2e-{uuid.uuid4().hex[:12]}"
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@needs_bwrap
+def test_swivals_own_config_state_and_the_ssh_agent_are_hidden_from_commands(
+        fake_server: Any, project: Path, user_dirs: Path) -> None:
+    config, state = user_dirs / "config" / "swival", user_dirs / "state" / "swival"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('# deploy with passphrase "correct-horse-42"\n')
+    (state / "sessions").mkdir(parents=True)
+    agent_path = str(user_dirs / "agent.sock")
+    agent = socket.socket(socket.AF_UNIX)
+    agent.bind(agent_path)
+    agent.listen(4)
+    agent.settimeout(0.5)
+    connect = (f'"{sys.executable}" -c "import socket; s = socket.socket(socket.AF_UNIX); '
+               f"s.connect('{agent_path}')\" && echo agent-connected")
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command=f"cat {config}/config.toml; ls -A {state}; "
+                                    f"touch {state}/planted; {connect}"),
+        text("done"))
+    env = {"XDG_CONFIG_HOME": str(user_dirs / "config"),
+           "XDG_STATE_HOME": str(user_dirs / "state"), "SSH_AUTH_SOCK": agent_path}
+    try:
+        result = run_swival(server, project, "--commands", "all", "-p", "look", env=env)
+        try:
+            agent.accept()[0].close()
+            reached = True
+        except TimeoutError:
+            reached = False
+    finally:
+        agent.close()
+    (shown,) = tool_results(server)
+    crashed = "Traceback" in result.stderr
+    for case, escaped in [("read Swival's config file", "correct-horse-42" in shown),
+                          ("list Swival's state directory", "sessions" in shown),
+                          ("write Swival's state directory", (state / "planted").exists()),
+                          ("connect to the SSH agent", reached or "agent-connected" in shown)]:
+        record("sandbox escape", f"--commands all: {case}", "swival", escaped=escaped,
+               traceback=crashed)
+    assert result.returncode == 0, result.stderr
+    assert "correct-horse-42" not in shown and "sessions" not in shown
+    assert not (state / "planted").exists()
+    assert not reached and "agent-connected" not in shown and "Connection refused" in shown
+    assert (state / "sessions").is_dir(), "Swival itself still uses its state directory"
+
+
+SNEAKY = {
+    "rename .git away": "mv .git g2",
+    "rename .swival away": "mv .swival s2",
+    "hard link into .git, then write": "ln .git/config hl && echo x >> hl",
+    "symlink to .git/hooks, then write": "ln -s .git/hooks h && echo x > h/pre-commit",
+    "new user namespace, unmount .git, then write": (
+        "python3 -c \"import ctypes, os; l = ctypes.CDLL(None, use_errno=True); "
+        "l.unshare(0x10000000 | 0x20000); g = os.getcwd().encode() + b'/.git'; "
+        "l.umount2(g, 2); l.mount(None, g, None, 32 | 4096, None); "
+        "open('.git/config', 'a').write('x')\""),
+    "see Swival's process": ('pat=bin/swiv; pat="${pat}al"; for p in /proc/[0-9]*; do '
+                             'grep -qa "$pat" "$p/cmdline" 2>/dev/null && exit 0; done; exit 1'),
+}
+
+
+@needs_bwrap
+def test_sandbox_escapes_through_renames_links_namespaces_and_proc_fail(
+        fake_server: Any, project: Path) -> None:
+    abstract = socket.socket(socket.AF_UNIX)
+    name = f"swival-e2e-{uuid.uuid4().hex[:12]}"
+    abstract.bind("\0" + name)
+    abstract.listen(4)
+    abstract.settimeout(0.5)
+    attempts = {**SNEAKY, "connect to an abstract socket": (
+        f"python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect('\\0{name}')\"")}
+    script = " ; ".join(f"( {cmd} ) >/dev/null 2>&1 && echo 'ESCAPED: {case}'"
+                        for case, cmd in attempts.items())
+    server = fake_server(kind="llamacpp").script(
+        tool("run_command", command=script), tool("run_command", command="kill -9 -1"),
+        text("still here"))
+    try:
+        # --sandbox on: should bwrap fail after all, nothing runs (`kill -9 -1` unconfined
+        # would end every process of the user).
+        result = run_swival(server, project, "--commands", "all", "--sandbox", "on",
+                            "-p", "escape")
+        try:
+            abstract.accept()[0].close()
+            reached = True
+        except TimeoutError:
+            reached = False
+    finally:
+        abstract.close()
+    shown = tool_results(server)[0] if len(server.requests) > 1 else ""
+    crashed = "Traceback" in result.stderr
+    for case in attempts:
+        escaped = f"ESCAPED: {case}" in shown or (case.startswith("connect") and reached)
+        record("sandbox escape", f"--commands all: {case}", "swival", escaped=escaped,
+               traceback=crashed)
+    record("sandbox escape", "--commands all: kill -9 -1 (every process it may)", "swival",
+           escaped=result.stdout != "still here\n", traceback=crashed)
+    assert (result.returncode, result.stdout) == (0, "still here\n"), result.stderr
+    assert "ESCAPED" not in shown and not reached, shown
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    assert not list((project / ".git" / "hooks").iterdir())
+    assert (project / ".git").is_dir() and (project / ".swival").is_dir()

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -79,6 +80,25 @@ def test_a_file_named_swival_stops_swival(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="is a file"):
         prepare_state_dir(tmp_path)
     assert (tmp_path / ".swival").read_text() == "not a directory"
+
+
+@pytest.mark.parametrize("kind", ["named pipe", "directory", "socket"])
+def test_a_history_that_is_no_regular_file_stops_swival(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / ".swival" / "history"
+    path.parent.mkdir()
+    if kind == "named pipe":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        listening = socket.socket(socket.AF_UNIX)
+        listening.bind(str(path))
+        listening.close()
+    with pytest.raises(UsageError) as caught:
+        prepare_state_dir(tmp_path)
+    message = str(caught.value)
+    assert f"is not a regular file (it is a {kind})" in message
+    assert f"mv {path} {path}.bak" in message and caught.value.exit_code == 2
 
 
 # --- the model's tools and .swival --------------------------------------------------------

@@ -19,6 +19,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 PROBE_TIMEOUT = 2.5  # seconds; a local server answers these in milliseconds
+# The most of a reply read: a model list or a token list is well below it, and a server
+# that sends gigabytes must not fill the memory.
+PROBE_BODY_LIMIT = 16 * 1024 * 1024
 
 
 class ProbeError(Exception):
@@ -75,7 +78,8 @@ def fetch_json(
     """GET `url` (or POST `body` as JSON) and return the parsed JSON reply.
 
     Raises ProbeError: status None when the server could not be reached or timed out, the
-    HTTP status for an error reply, 200 for a reply that is not JSON.
+    HTTP status for an error reply, 200 for a reply that is not JSON or is longer than
+    PROBE_BODY_LIMIT.
     """
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, headers=_headers(api_key))
@@ -83,15 +87,17 @@ def fetch_json(
         direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         opener = direct.open if is_loopback(url) else urllib.request.urlopen
         with opener(req, timeout=timeout) as resp:
-            raw = resp.read()
+            raw = resp.read(PROBE_BODY_LIMIT + 1)
     except urllib.error.HTTPError as exc:
-        text = exc.read().decode("utf-8", "replace")[:500]
+        text = exc.read(2000).decode("utf-8", "replace")[:500]
         raise ProbeError(url, exc.code, f"HTTP {exc.code}: {text}") from None
     except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         if isinstance(reason, ssl.SSLError):
             raise ProbeError(url, None, tls_message(url, reason), tls=True) from None
         raise ProbeError(url, None, f"no answer ({reason})") from None
+    if len(raw) > PROBE_BODY_LIMIT:
+        raise ProbeError(url, 200, f"the reply is longer than {PROBE_BODY_LIMIT // 2**20} MB")
     try:
         return json.loads(raw)
     except ValueError:

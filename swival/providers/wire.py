@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
+import re
 import socket
 import ssl
 import sys
@@ -39,6 +40,7 @@ from urllib.parse import urlsplit
 from swival.errors import ModelNotFound, ProviderError
 from swival.providers.assembly import StreamAssembly
 from swival.providers.base import ChatRequest, ProviderInfo, StreamItem, TextChunk
+from swival.providers.bodylines import BodyTooLarge, body_lines
 from swival.providers.http import is_loopback, tls_message
 from swival.providers.overflow import classify_overflow
 from swival.providers.streaming import RetryPolicy, StreamingProvider, Transient
@@ -68,14 +70,13 @@ def limit_message(limits: Limits, started: bool) -> str:
 
 
 def retry_after(value: str | None, now: Callable[[], float] = time.time) -> float | None:
-    """Seconds to wait from a Retry-After header: a number of seconds or an HTTP date."""
+    """Seconds to wait from a Retry-After header: a number of seconds or an HTTP date.
+    None for anything else (`nan`, `-5`, `inf`): the usual backoff applies then."""
     if not value:
         return None
     value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    if re.fullmatch(r"[0-9]+(\.[0-9]+)?", value):
+        return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -160,7 +161,7 @@ class OpenReply:
         """The body's lines. `progress()` is read after each line is handled; when it grew,
         the line carried a piece of the reply and the idle limit starts again."""
         seen = progress()
-        for line in self.response.iter_lines():
+        for line in body_lines(self.response.iter_bytes()):
             yield line
             now = progress()
             if now != seen:
@@ -329,6 +330,8 @@ class DirectProvider(StreamingProvider):
                 if reply.status != 200:
                     raise self._http_error(request, reply.status, reply.error_text(),
                                            reply.retry_after())
+                if "html" in reply.response.headers.get("content-type", "").lower():
+                    raise self._not_a_model("answered with a web page (text/html)")
                 decode = self._decoder(request, assembly)
                 for line in reply.lines(lambda: assembly.progress):
                     text = decode(line)
@@ -336,6 +339,8 @@ class DirectProvider(StreamingProvider):
                         yield TextChunk(text)
                     if assembly.ended:
                         break
+        except BodyTooLarge as exc:
+            raise self._not_a_model(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - only httpx failures are mapped here
             mapped = transport_error(exc, reply.watchdog if reply is not None else None)
             if mapped is None:
@@ -350,6 +355,13 @@ class DirectProvider(StreamingProvider):
         if rest:
             yield TextChunk(rest)
         yield assembly.completion()
+
+    def _not_a_model(self, what: str) -> ProviderError:
+        """The server at the base URL replied with something that is no chat reply."""
+        return ProviderError(
+            f"{self.info.base_url} {what}, not a chat reply: it does not look like a model "
+            "server's API. Check that --base-url is the model server's address and "
+            "--provider its kind.")
 
     def _http_error(self, request: ChatRequest, status: int, body: str,
                     wait: float | None) -> Exception:

@@ -263,9 +263,10 @@ class Repl:
 
     def _banner(self) -> None:
         info = self.session.provider.info
-        self.view.message(f"swival {__version__} · {info.provider} {info.base_url} · "
-                          f"{info.model} · window {info.window.describe()} · "
-                          f"{self.session.agent.describe_sandbox()}", "dim")
+        self.view.message(self.session.redactor.redact(  # a key can sit in the base URL
+            f"swival {__version__} · {info.provider} {info.base_url} · "
+            f"{info.model} · window {info.window.describe()} · "
+            f"{self.session.agent.describe_sandbox()}"), "dim")
         for note in self.session.notices:
             self.view.message(note, "warning")
         history = self.session.agent.context.history

@@ -3,7 +3,8 @@ files in it (spills.py), and the user's index of the sessions Swival recorded (i
 
 `.swival/` belongs to the harness. A repository can ship one, so `prepare_state_dir`
 refuses a `.swival` (or a `sessions`, `out`, `history` or `undo` in it) that is a
-symlink, and a `.swival` that is a file, instead of writing through it; it creates the
+symlink, a `.swival` that is a file, and a `history` that is no regular file (a pipe
+there would hang the prompt), instead of writing through it; it creates the
 directory with mode 0700 and keeps a `.gitignore` holding `*` in it, so `git add -A` never
 commits transcripts full of file contents.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from swival.errors import UsageError
@@ -30,6 +31,20 @@ def _refuse(path: Path) -> None:
             f"{path} is a file, but Swival keeps its transcripts and saved output in a "
             f".swival directory there. Move the file away (mv {path} {path}.bak) and start "
             "Swival again.")
+    if path.name == HISTORY and path.exists() and not path.is_file():
+        # The prompt appends to it: opening a named pipe there waits for a reader forever.
+        raise UsageError(
+            f"{path} is not a regular file (it is {_kind(path)}), but Swival keeps the "
+            "REPL's input history there; a repository may have shipped it. Move it away "
+            f"(mv {path} {path}.bak) and start Swival again.")
+
+
+def _kind(path: Path) -> str:
+    """What `path`, which is no regular file, is, in words."""
+    mode = path.stat().st_mode
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")]
+    return next((word for test, word in kinds if test(mode)), "a file")
 
 
 def prepare_state_dir(root: Path) -> Path:

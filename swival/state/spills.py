@@ -116,8 +116,11 @@ def unless_live(spills: Path) -> Iterator[bool]:
     """True, holding the folder's `.live` lock exclusively, when no running session holds
     the folder; False when one does. The undo records use it too: a session's spill
     folder is held for as long as it runs."""
+    # O_NONBLOCK: a named pipe planted as `.live` would make a plain open wait for a
+    # writer forever; opened this way it is just a file nobody holds a lock on.
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(spills / LIVE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(spills / LIVE, flags)
     except OSError:  # no lock file (or a planted link): nobody holds it
         yield True
         return

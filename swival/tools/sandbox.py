@@ -10,6 +10,9 @@ mount and PID namespaces, with no capabilities, where:
   command can plant a hook or a config that later runs outside the sandbox;
 - `/run` is an empty tmpfs, which hides the sockets that lead out of any sandbox (Docker,
   D-Bus, the system's services); `/dev` and `/proc` are the minimal ones bwrap builds;
+- Swival's own places are hidden (`hidden`): the user's config directory (keys, MCP
+  headers) and state directory (trusted projects, the session index) become empty, and
+  the SSH agent's socket (SSH_AUTH_SOCK) cannot be connected to;
 - there is no network (not even the host's loopback) unless `allow_net`.
 
 The command keeps the caller's process group (no `--new-session`), so killing the group
@@ -40,9 +43,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from swival.config import Settings, is_secret_name, known_secrets
+from swival.config import (
+    Settings,
+    global_config_path,
+    is_secret_name,
+    known_secrets,
+    user_state_dir,
+)
 from swival.errors import ConfigError
 from swival.tools.process import Outcome
+from swival.tools.sandbox_stubs import hold_workspace, missing_protected, release
 
 PROTECTED_NAMES = (".git", ".swival")
 PROBE_TIMEOUT = 10.0
@@ -71,12 +81,14 @@ NAMESPACE_HINT = ("let bwrap create user namespaces (sysctl kernel.unprivileged_
 class SandboxConfig:
     """`mode` is auto, on or off; `secrets` are values no command may see in its
     environment (the configured key, secret variables; later MCP servers' env/headers);
-    `bwrap` is the program to use (None: the `bwrap` on PATH)."""
+    `hidden` are paths no command may see (see `_hide_flags`); `bwrap` is the program to
+    use (None: the `bwrap` on PATH)."""
 
     mode: str = "off"
     allow_net: bool = False
     pass_env: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
     bwrap: str | None = None
 
 
@@ -116,7 +128,14 @@ def sandbox_from_settings(settings: Settings, env: Mapping[str, str]) -> Sandbox
                           "variable name; give names such as GITHUB_TOKEN.")
     return Sandbox(SandboxConfig(mode=settings.sandbox, allow_net=settings.allow_net,
                                  pass_env=settings.pass_env,
-                                 secrets=known_secrets(settings, env)))
+                                 secrets=known_secrets(settings, env), hidden=hidden_paths(env)))
+
+
+def hidden_paths(env: Mapping[str, str]) -> tuple[str, ...]:
+    """Swival's own config and state directories, and the SSH agent's socket."""
+    found = [global_config_path(env).parent, user_state_dir(env)]
+    return tuple(str(p) for p in found) + ((env["SSH_AUTH_SOCK"],) if env.get("SSH_AUTH_SOCK")
+                                           else ())
 
 
 class Sandbox:
@@ -182,20 +201,21 @@ class Sandbox:
     def launch(self, argv: Sequence[str], mounts: Mounts, base_env: Mapping[str, str],
                ) -> Iterator[Launch]:
         """How to start `argv` (sandboxed when active). On leaving, the empty read-only
-        stand-ins for a missing `.git`/`.swival` that bwrap left in the workspace are removed."""
+        stand-ins for a missing `.git`/`.swival` that bwrap left in the workspace are
+        removed, once no sandboxed command of this process or another runs there."""
         env = self.environment(base_env)
         if self.bwrap is None:
             yield Launch(list(argv), env)
             return
-        stubs = _missing_protected(mounts)
+        hold = hold_workspace(mounts.writable[0])  # before looking: a stub may be leaving
+        stubs = missing_protected(mounts.writable[0], PROTECTED_NAMES)
         flags = [*base_flags(self.config.allow_net), *_mount_flags(mounts, self._private_tmp()),
-                 *_protect_flags(mounts, stubs), "--chdir", str(mounts.writable[0])]
+                 *_hide_flags(self.config.hidden, mounts), *_protect_flags(mounts, stubs),
+                 "--chdir", str(mounts.writable[0])]
         try:
             yield Launch([self.bwrap, *flags, "--", *argv], env, sandboxed=True)
         finally:
-            for stub in stubs:
-                with contextlib.suppress(OSError):
-                    stub.rmdir()  # only succeeds while empty: nothing of anyone's is lost
+            release(mounts.writable[0], hold, stubs)
 
     def explain(self, output: str, mounts: Mounts) -> str:
         """Notes for the model when `output` shows the sandbox got in the way ('' if not)."""
@@ -293,13 +313,22 @@ def _mount_flags(mounts: Mounts, private_tmp: Path) -> list[str]:
     return flags
 
 
-def _missing_protected(mounts: Mounts) -> list[Path]:
-    """`.git`/`.swival` paths absent from the workspace (which we can write to), to be
-    covered while a command runs so it cannot create them."""
-    root = mounts.writable[0]
-    if not os.access(root, os.W_OK):
-        return []
-    return [root / name for name in PROTECTED_NAMES if not os.path.lexists(root / name)]
+def _hide_flags(hidden: Sequence[str], mounts: Mounts) -> list[str]:
+    """An empty read-only tmpfs over each hidden directory, /dev/null over each other hidden
+    file (a socket: connecting is refused). Left alone: a missing path, one that holds a
+    directory the command may use (the workspace under the config directory), and one
+    under /tmp or /run outside those directories (the sandbox has its own /tmp and /run)."""
+    used = [p.resolve() for p in (*mounts.writable, *mounts.read_only)]
+    flags: list[str] = []
+    for name in hidden:
+        path = Path(name).resolve()
+        inside = any(p in path.parents for p in used)
+        if (not path.exists() or any(p == path or path in p.parents for p in used)
+                or (not inside and path.parts[1:2] in (("tmp",), ("run",)))):
+            continue
+        flags += (["--tmpfs", str(path), "--remount-ro", str(path)] if path.is_dir()
+                  else ["--ro-bind", "/dev/null", str(path)])
+    return flags
 
 
 def _protect_flags(mounts: Mounts, stubs: list[Path]) -> list[str]:
