@@ -3,6 +3,7 @@ tools (the model is the scripted provider)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -173,7 +174,7 @@ def test_context_shows_every_category_against_the_window_and_thresholds(root: Pa
     session = reading_session(root, ScriptedProvider(window=16_384))
     result = dispatch("/context", session.agent)
     labels = [row[0] for row in result.rows]
-    for label in ("system prompt", "tool schemas", "pinned knowledge", "user messages",
+    for label in ("system prompt", "tool schemas", "kept notes", "user messages",
                   "assistant messages", "tool results", "= in use", "free"):
         assert label in labels
     usage = session.agent.context.usage()
@@ -220,6 +221,16 @@ def test_help_lists_every_command_and_exit_exits(root: Path) -> None:
     assert [row[0].split()[0] for row in help_.rows] == [f"/{c.name}" for c in COMMANDS]
     assert dispatch("/exit", session.agent).exit
     assert dispatch("/quit", session.agent).exit
+
+
+def test_what_a_person_reads_uses_no_internal_words(root: Path) -> None:
+    """/help, /context and /clear speak of kept notes, not the ledger or pinned block."""
+    agent = make_session(root, ScriptedProvider()).agent
+    for line in ("/help", "/context", "/clear"):
+        result = dispatch(line, agent)
+        shown = result.text + " ".join(" ".join(row) for row in result.rows)
+        found = re.findall(r"ledger|harness|pinned|spill|calibrat|turn index", shown, re.I)
+        assert not found, (line, found)
 
 
 def test_unknown_commands_get_a_suggestion(root: Path) -> None:

@@ -103,8 +103,8 @@ def test_request_commands_and_exit(server: object, project: Path) -> None:
     child.expect_exact(PROMPT)
     ask(child, "/restore")
     child.expect_exact("/restore · ")  # the recap takes a second: a spinner says so
-    child.expect_exact("Collapsed 2 messages into a summary written by the model, which "
-                       "stays pinned: ")
+    child.expect_exact("Collapsed 2 messages into a summary written by the model, "
+                       "kept for the rest of the session: ")
     child.expect_exact(PROMPT)
     assert "Snapshot restore" not in child.before  # one line, not two
     assert not server.requests[-1].get("tools"), "the summary request offers no tools"

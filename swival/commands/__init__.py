@@ -87,7 +87,7 @@ COMMANDS: tuple[Command, ...] = (
             cmd_restore, ("--force",)),
     Command("unsave", "/unsave", "Cancel the checkpoint.", cmd_unsave),
     Command("clear", "/clear", "Start over: drop the conversation, thinking, todos, snapshots, "
-            "ledger and file tracking.", cmd_clear),
+            "kept notes and which files were read.", cmd_clear),
     Command("model", "/model [name]", "List the server's models, or switch to one (its "
             "window detected afresh).", cmd_model, free=True),
     Command("undo", "/undo [--force]", "Revert the file edits of the last request (tool "
