@@ -36,6 +36,7 @@ from swival.events import (
     TurnFinished,
 )
 from swival.messages import Message, ToolCall, ToolResult
+from swival.render.console import SizedConsole
 from swival.render.lines import (
     NOTICE_STYLES,
     checkpoint_line,
@@ -72,7 +73,7 @@ def make_console(file: IO[str] | None = None, *, width: int | None = None,
     if color is False:
         options["no_color"] = True
         options["color_system"] = None
-    return Console(**options)
+    return SizedConsole(**options)
 
 
 def _markdown(text: str) -> RenderableType:
