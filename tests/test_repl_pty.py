@@ -166,6 +166,22 @@ def test_ctrl_c_at_an_approval_question_cancels_the_call(server: object,
     child.expect(pexpect.EOF)
 
 
+def test_ctrl_c_clears_a_typed_line_and_twice_on_an_empty_prompt_leaves(
+        server: object, project: Path) -> None:
+    child = spawn(server, project)
+    child.send("half a request")
+    child.sendcontrol("c")  # clears the line: no hint, still running
+    child.expect_exact(PROMPT)
+    child.sendcontrol("c")  # the prompt is empty now: the hint
+    child.expect_exact("Press Ctrl-C again to leave (or Ctrl-D).")
+    child.expect_exact(PROMPT)
+    child.sendcontrol("c")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert child.before.count("Press Ctrl-C again") == 0  # said once, not again on leaving
+
+
 def test_continue_resumes_the_last_session(server: object, project: Path) -> None:
     server.script(fakeserver.Reply(text="First answer."))
     child = spawn(server, project)

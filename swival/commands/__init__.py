@@ -60,7 +60,8 @@ def cmd_help(agent: Agent, args: Sequence[str]) -> CommandReply:
         "  Tab                        complete commands, their flags, model names and file",
         "                             paths (after @ too)",
         "  @path in a request         attach that file or directory",
-        "  Ctrl-C                     cancel the running turn, or clear the line",
+        "  Ctrl-C                     cancel the running turn, or clear the line; twice on",
+        "                             an empty prompt: leave",
         "  Ctrl-D, /exit, /quit       leave",
     ))
     return CommandReply("Commands:", headers=("command", "what it does"), rows=rows, footer=keys)

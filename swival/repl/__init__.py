@@ -3,8 +3,9 @@
 Plain text is a request, `/name` a command (swival/commands/). History is kept per
 project in `<root>/.swival/history` (Up/Down, Ctrl-R). Enter sends; Esc then Enter (what
 Alt-Enter sends) inserts a newline; pasted text stays one message (bracketed paste). Ctrl-C
-during a turn cancels it and keeps the conversation; on the prompt it only clears the line.
-Ctrl-D or /exit leaves with exit code 0. The bottom toolbar under the input line shows the
+during a turn cancels it and keeps the conversation; on the prompt it clears the line, and
+on an empty prompt it says a second Ctrl-C leaves, which it then does (exit code 0, as
+Ctrl-D and /exit). The bottom toolbar under the input line shows the
 model, its window and where that figure came from, and the context's share (yellow from
 70 %, red from 90 %).
 
@@ -37,6 +38,7 @@ from swival.providers.factory import warm_up
 from swival.render import Status, TurnView, make_console
 from swival.repl.approve import ApprovalPrompts
 from swival.repl.input import (
+    LEAVE_HINT,
     PROMPT,
     STYLE,
     TOOLBAR_STYLES,
@@ -111,15 +113,24 @@ class Repl:
     def run(self) -> int:
         self._banner()
         self.prompt.app.after_render += self._start_warm_up
+        leaving = False  # Ctrl-C on an empty prompt: a second one leaves
         while True:
             try:
                 line = self.prompt.prompt([("class:prompt", PROMPT)])
             except Terminated:
                 raise
             except KeyboardInterrupt:
-                continue  # Ctrl-C on the prompt clears the line, nothing else
+                if self.prompt.default_buffer.text.strip():
+                    leaving = False  # Ctrl-C on a typed line clears it, nothing else
+                elif leaving:
+                    break
+                else:
+                    leaving = True
+                    self.view.message(LEAVE_HINT, "dim")
+                continue
             except EOFError:
                 break
+            leaving = False
             if not line.strip():
                 continue
             self._show_late_notice()
