@@ -233,6 +233,11 @@ def test_what_a_person_reads_uses_no_internal_words(root: Path) -> None:
         assert not found, (line, found)
 
 
+def test_the_keys_in_help_fit_a_60_column_terminal(root: Path) -> None:
+    footer = dispatch("/help", make_session(root, ScriptedProvider()).agent).footer
+    assert "Ctrl-C" in footer and max(len(line) for line in footer.splitlines()) <= 58
+
+
 def test_unknown_commands_get_a_suggestion(root: Path) -> None:
     session = make_session(root, ScriptedProvider())
     result = dispatch("/restor", session.agent)

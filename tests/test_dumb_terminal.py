@@ -56,7 +56,7 @@ def test_the_repl_fits_a_narrow_dumb_terminal(tmp_path: Path) -> None:
         child.expect_exact("The end of the answer.")
         child.expect_exact("›")
         child.send("/help\r")
-        child.expect_exact("Ctrl-D, /exit, /quit")
+        child.expect_exact("leave (or /quit)")
         child.expect_exact("›")
         child.sendcontrol("d")
         child.expect(pexpect.EOF)
