@@ -197,7 +197,7 @@ def test_sessions_lists_the_sessions_swival_recorded(root: Path) -> None:
     result = dispatch("/sessions", session.agent)
     assert len(result.rows) == 1, "a transcript that came with the repository is not listed"
     first = result.rows[0]
-    assert first[0] == f"{session.agent.context.session_id} (this one)"
+    assert first[:2] == (session.agent.context.session_id, "now (this one)")
     assert first[2] == "2" and first[3] == "my very first request"
     assert "1 other session file in" in result.footer
     assert "it is not listed and cannot be resumed" in result.footer
