@@ -1,7 +1,7 @@
 """TERM=dumb in a 60-column pseudo-terminal: the installed `swival` still draws within
-the screen's width. rich assumes 80 columns on a dumb terminal; without asking the
-terminal its real size, answers, tables, /help and tool lines came out wider than the
-screen and wrapped into broken lines."""
+the screen's width, and its prompt writes no escape sequences. rich assumes 80 columns
+on a dumb terminal; without asking the terminal its real size, answers, tables, /help
+and tool lines came out wider than the screen and wrapped into broken lines."""
 
 from __future__ import annotations
 
@@ -63,6 +63,9 @@ def test_the_repl_fits_a_narrow_dumb_terminal(tmp_path: Path) -> None:
     shown = child.logfile_read.getvalue()
     assert "parse" in shown and "/compact" in shown
     assert not widest(shown), widest(shown)
+    # prompt_toolkit's plain prompt: no cursor moves, erasures, bracketed paste or colours
+    # (the Ctrl-D sent the moment the prompt appeared was not lost either)
+    assert not re.findall("\x1b\\[[0-9;]*[ABCDJKm]|\x1b\\[\\?2004", shown)
 
 
 def test_a_one_shot_run_fits_a_narrow_dumb_terminal(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
+from prompt_toolkit.utils import is_dumb_terminal
 
 from swival import __version__
 from swival.commands import CommandReply, dispatch, is_command
@@ -90,7 +91,10 @@ class Repl:
             completer=SlashAndPathCompleter(root, self._model_names),
             complete_while_typing=False, key_bindings=key_bindings(),
             bottom_toolbar=self.toolbar, style=STYLE, input=self.io.input,
-            output=self.io.output or (prompt_output() if terminal else None),
+            # TERM=dumb: no output of ours, so prompt_toolkit's plain dumb-terminal prompt
+            # is used (no cursor moves, no toolbar) instead of escape sequences.
+            output=self.io.output or (prompt_output() if terminal and not is_dumb_terminal()
+                                      else None),
             prompt_continuation=lambda width, *_: "." * (width - 1) + " ",
         )
         self.warm = WarmUp(self._first_figure,
@@ -116,7 +120,8 @@ class Repl:
         leaving = False  # Ctrl-C on an empty prompt: a second one leaves
         while True:
             try:
-                line = self.prompt.prompt([("class:prompt", PROMPT)])
+                with self._dumb_keys():
+                    line = self.prompt.prompt([("class:prompt", PROMPT)])
             except Terminated:
                 raise
             except KeyboardInterrupt:
@@ -206,6 +211,13 @@ class Repl:
                 agent.interrupted()  # answers any unanswered tool call: the history stays valid
             finally:
                 self.view.close()
+
+    def _dumb_keys(self) -> AbstractContextManager[None]:
+        """On a dumb terminal prompt_toolkit writes the prompt before it reads keys raw: a
+        Ctrl-D typed in between would be taken by the terminal's line editing and lost,
+        so line editing is off from before the prompt is written."""
+        dumb = self.io.input is None and is_dumb_terminal()
+        return keys_unechoed() if dumb else nullcontext()
 
     def _keys(self) -> AbstractContextManager[None]:
         """Keys typed while Swival works are not echoed (real terminal only)."""
