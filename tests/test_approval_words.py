@@ -154,5 +154,5 @@ def test_a_one_shot_run_whose_stderr_is_a_file_refuses_instead_of_asking_unseen(
     log = (tmp_path / "err.log").read_text()
     assert "done" in child.before and "[y]es once" not in log
     assert "✗ run_command touch planted — not run" in log
-    assert "✗ write_file new.txt — not changed: edits need approval" in log
+    assert "✗ write_file new.txt — not written: edits need approval" in log
     assert not (tmp_path / "planted").exists() and not (tmp_path / "new.txt").exists()

@@ -3,6 +3,7 @@ tools (the model is the scripted provider)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -173,7 +174,7 @@ def test_context_shows_every_category_against_the_window_and_thresholds(root: Pa
     session = reading_session(root, ScriptedProvider(window=16_384))
     result = dispatch("/context", session.agent)
     labels = [row[0] for row in result.rows]
-    for label in ("system prompt", "tool schemas", "pinned knowledge", "user messages",
+    for label in ("system prompt", "tool schemas", "kept notes", "user messages",
                   "assistant messages", "tool results", "= in use", "free"):
         assert label in labels
     usage = session.agent.context.usage()
@@ -196,7 +197,7 @@ def test_sessions_lists_the_sessions_swival_recorded(root: Path) -> None:
     result = dispatch("/sessions", session.agent)
     assert len(result.rows) == 1, "a transcript that came with the repository is not listed"
     first = result.rows[0]
-    assert first[0] == f"{session.agent.context.session_id} (this one)"
+    assert first[:2] == (session.agent.context.session_id, "now (this one)")
     assert first[2] == "2" and first[3] == "my very first request"
     assert "1 other session file in" in result.footer
     assert "it is not listed and cannot be resumed" in result.footer
@@ -220,6 +221,21 @@ def test_help_lists_every_command_and_exit_exits(root: Path) -> None:
     assert [row[0].split()[0] for row in help_.rows] == [f"/{c.name}" for c in COMMANDS]
     assert dispatch("/exit", session.agent).exit
     assert dispatch("/quit", session.agent).exit
+
+
+def test_what_a_person_reads_uses_no_internal_words(root: Path) -> None:
+    """/help, /context and /clear speak of kept notes, not the ledger or pinned block."""
+    agent = make_session(root, ScriptedProvider()).agent
+    for line in ("/help", "/context", "/clear"):
+        result = dispatch(line, agent)
+        shown = result.text + " ".join(" ".join(row) for row in result.rows)
+        found = re.findall(r"ledger|harness|pinned|spill|calibrat|turn index", shown, re.I)
+        assert not found, (line, found)
+
+
+def test_the_keys_in_help_fit_a_60_column_terminal(root: Path) -> None:
+    footer = dispatch("/help", make_session(root, ScriptedProvider()).agent).footer
+    assert "Ctrl-C" in footer and max(len(line) for line in footer.splitlines()) <= 58
 
 
 def test_unknown_commands_get_a_suggestion(root: Path) -> None:

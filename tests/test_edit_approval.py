@@ -82,16 +82,27 @@ def test_no_leaves_the_file_unchanged_and_tells_the_model(tmp_path: Path) -> Non
     assert result.is_error and "declined" in result.content and "unchanged" in result.content
     assert result.meta["summary"] == "not changed: you declined"
     assert (tmp_path / "keep.py").read_text() == "keep\n"
-    assert write(ctx, "new.py", "x").is_error and not (tmp_path / "new.py").exists()
+    # A file that does not exist yet is not written, not "not changed".
+    refused = write(ctx, "new.py", "x")
+    assert refused.is_error and not (tmp_path / "new.py").exists()
+    assert refused.meta["summary"] == "not written: you declined"
+    assert "declined creating new.py" in refused.content and "not created" in refused.content
 
 
 def test_with_nobody_to_ask_every_edit_is_refused(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, None)
     result = write(ctx, "x.py", "x")
     assert result.is_error and "--edits ask" in result.content
-    assert result.meta["summary"] == ("not changed: edits need approval (--edits ask) and this "
+    assert result.meta["summary"] == ("not written: edits need approval (--edits ask) and this "
                                       "run cannot ask")
     assert "nobody is here to approve" in result.content and not (tmp_path / "x.py").exists()
+    assert "x.py was not created" in result.content
+    (tmp_path / "old.py").write_text("old\n")
+    changed = edit(ctx, "old.py", "old", "new")
+    assert changed.meta["summary"] == ("not changed: edits need approval (--edits ask) and "
+                                       "this run cannot ask")
+    assert "old.py was left unchanged" in changed.content
+    assert (tmp_path / "old.py").read_text() == "old\n"
 
 
 def test_auto_asks_nothing(tmp_path: Path) -> None:
@@ -132,7 +143,7 @@ def test_one_shot_without_a_terminal_refuses_edits_it_would_ask_about(
         told = server.requests[1]["messages"][-1]["content"]
         assert "--edits ask" in told and "nobody is here to approve" in told
         # The progress line says it in the person's words.
-        assert ("✗ write_file new.py — not changed: edits need approval (--edits ask) and "
+        assert ("✗ write_file new.py — not written: edits need approval (--edits ask) and "
                 "this run cannot ask") in done.stderr
 
         server.script(Reply(tool_calls=(("write_file", {"file_path": "new.py",

@@ -246,7 +246,9 @@ def test_the_emergency_note_says_what_was_dropped_and_the_request_cut(
     assert re.match(r"\d+ older turns were dropped (and the current turn's tool results "
                     r"were cut down )?without a recap: ", note), note
     assert (f"Your request was shortened: the model now sees only its first 1,200 of "
-            f"{len(request.strip()):,} characters, in the harness's ledger") in note
+            f"{len(request.strip()):,} characters, in the notes Swival keeps at the top of the "
+            f"conversation") in note
+    assert not re.search("ledger|harness|pinned", note), note  # a person's words
     assert "whole conversation stays in .swival/sessions/" in note
     short = engine_for(tmp_path / "short", Summarizer(answer=None), window=8192)
     short.add_user(TASK)
@@ -255,7 +257,7 @@ def test_the_emergency_note_says_what_was_dropped_and_the_request_cut(
         n += 1
         events = turn(short, n, 250, 1) if n < 3 else turn(short, n, 9000, 2)
     assert "Your request left the conversation: the model still sees it whole in the " \
-           "harness's ledger" in compactions(events)[-1].note
+           "notes Swival keeps at the top of the conversation" in compactions(events)[-1].note
 
 
 def test_when_only_the_current_turn_is_cut_the_note_says_so(tmp_path: Path) -> None:

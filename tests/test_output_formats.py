@@ -272,6 +272,8 @@ def test_ctrl_c_still_ends_with_a_result_and_closes_every_call(
     result = records[-1]
     assert result.get("type", "result") == "result" and set(result) - {"type"} == RESULT_FIELDS
     assert (result["exit_reason"], result["exit_code"]) == ("interrupted", 130)
+    # A call that started counts, even when the interrupt cut it short.
+    assert result["tool_calls"] == (1 if during == "command" else 0)
     if fmt == "json":
         assert len(records) == 1
         return

@@ -112,6 +112,13 @@ def test_a_cut_command_result_says_how_much_reached_the_model() -> None:
     assert outcome(ToolResult("x", meta={"kind": "file", "lines": 400, "shown": 400,
                                         "spill_path": SPILL})) == (
         f"cut to fit from 400 lines; full text in {SPILL}")  # cut, figures unknown
+    # A long output: the tool kept its head and tail, counted against the whole output.
+    long = {"kind": "command", "exit_code": 0, "spill_path": SPILL, "preview_lines": 600,
+            "output_lines": 10_000}
+    assert outcome(ToolResult("x", meta=long)) == (
+        f"exit 0, 600 of 10000 lines reached the model; full text in {SPILL}")
+    assert outcome(ToolResult("x", meta={**long, "context_cut": CUT})) == (
+        f"exit 0, cut to fit (90 of 10000 lines reached the model); full text in {SPILL}")
     assert line_of(call, ToolResult("x", meta={"kind": "command", "exit_code": 0})) \
         == "• run_command pytest — exit 0"
 

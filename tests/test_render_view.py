@@ -310,3 +310,17 @@ def test_a_retry_before_any_text_is_said_without_striking_anything() -> None:
     assert "↻ No reply yet: server error (HTTP 503), retrying in 1.0 s (attempt 2 of 4)." in out
     assert "superseded" not in out
 
+
+
+def test_a_table_at_60_columns_keeps_a_session_id_whole() -> None:
+    """/sessions on a 60-column terminal: the id, to be copied for --resume, is never
+    folded; the other columns wrap instead."""
+    con, buf = console(width=60)
+    view = TurnView(con, status())
+    sid = "20261127-044407-aa08"
+    view.table(("id", "last active", "messages", "first request"),
+               [(sid, "now (this one)", "14", "make the parser accept empty input"),
+                ("20261126-101010-bb01", "2026-11-26 10:10", "3", "fix the tests")])
+    lines = buf.getvalue().splitlines()
+    assert any(line.startswith(sid + " ") for line in lines), lines
+    assert max(len(line) for line in lines) <= 60

@@ -274,7 +274,7 @@ def test_slash_commands_render_their_replies(root: Path) -> None:
     provider = ScriptedProvider([reply("first answer")])
     run = Run(make_session(root, provider))
     out = run("hello\r/help\r/context\r/todo\r/sessions\r/compac\r/frobnicate\r/exit\r")
-    assert "/compact [--drop]" in out and "Esc then Enter" in out  # /help
+    assert "/compact [--drop]" in out and "or Esc then Enter" in out  # /help
     assert "system prompt" in out and "tool schemas" in out and "level 2" in out  # /context
     assert "The todo list is empty." in out
     assert run.session.agent.context.session_id in out  # /sessions lists this session

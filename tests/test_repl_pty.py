@@ -103,8 +103,8 @@ def test_request_commands_and_exit(server: object, project: Path) -> None:
     child.expect_exact(PROMPT)
     ask(child, "/restore")
     child.expect_exact("/restore · ")  # the recap takes a second: a spinner says so
-    child.expect_exact("Collapsed 2 messages into a summary written by the model, which "
-                       "stays pinned: ")
+    child.expect_exact("Collapsed 2 messages into a summary written by the model, "
+                       "kept for the rest of the session: ")
     child.expect_exact(PROMPT)
     assert "Snapshot restore" not in child.before  # one line, not two
     assert not server.requests[-1].get("tools"), "the summary request offers no tools"
@@ -164,6 +164,22 @@ def test_ctrl_c_at_an_approval_question_cancels_the_call(server: object,
     assert not (project / "planted").exists()
     child.sendcontrol("d")
     child.expect(pexpect.EOF)
+
+
+def test_ctrl_c_clears_a_typed_line_and_twice_on_an_empty_prompt_leaves(
+        server: object, project: Path) -> None:
+    child = spawn(server, project)
+    child.send("half a request")
+    child.sendcontrol("c")  # clears the line: no hint, still running
+    child.expect_exact(PROMPT)
+    child.sendcontrol("c")  # the prompt is empty now: the hint
+    child.expect_exact("Press Ctrl-C again to leave (or Ctrl-D).")
+    child.expect_exact(PROMPT)
+    child.sendcontrol("c")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert child.before.count("Press Ctrl-C again") == 0  # said once, not again on leaving
 
 
 def test_continue_resumes_the_last_session(server: object, project: Path) -> None:

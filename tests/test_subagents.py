@@ -199,7 +199,7 @@ def test_the_childs_transcript_is_named_indexed_and_never_continued(tmp_path: Pa
     assert find_transcript(settings, None, latest=True) == session.agent.context.transcript_path
     assert find_transcript(settings, child_id, latest=False) == tmp_path / named
     listed = dispatch("/sessions", session.agent)
-    assert [row[0] for row in listed.rows] == [f"{parent_id} (this one)"]
+    assert [row[:2] for row in listed.rows] == [(parent_id, "now (this one)")]
 
 
 @pytest.mark.parametrize(("child", "said"), [

@@ -78,6 +78,9 @@ def test_large_output_is_spilled_with_head_and_tail(ctx: ToolContext) -> None:
     first_hidden = int(note.split("lines ")[1].split("-")[0])
     assert lines[first_hidden - 2] == str(first_hidden - 1)  # head ends just before the gap
     assert f'read_file file_path="{spill}" offset={first_hidden} limit=200' in note
+    # for the tool line: the output lines the preview holds, of the whole output's
+    assert result.meta["output_lines"] == 20000
+    assert result.meta["preview_lines"] == len(lines) - 2  # less the note and exit code
     assert "of 20000 not shown" in note
     # The pointer works: read_file pages the spill file from where the preview stopped.
     page = ToolRegistry(core_tools()).run(

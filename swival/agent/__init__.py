@@ -346,6 +346,7 @@ class Agent:
         return False
 
     def _run_tool(self, call: ToolCall) -> Iterator[Event]:
+        self._calls += 1  # a call that started counts, even if an interrupt cuts it short
         yield ToolStarted(call)
         started = time.monotonic()
         result = self.tools.run(call, self.tool_ctx)
@@ -363,5 +364,4 @@ class Agent:
             call, result, read_only=self.tools.is_read_only(call.name)
         )
         self._pending.pop(0)  # answered: an interrupt from here on must not answer it again
-        self._calls += 1
         yield ToolFinished(call, shown, time.monotonic() - started)

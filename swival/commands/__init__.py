@@ -52,16 +52,19 @@ def cmd_help(agent: Agent, args: Sequence[str]) -> CommandReply:
             return error(f"There is no command /{wanted}.{tip} /help lists them all.")
         return CommandReply(f"{command.usage}{_aliases(command.name)}: {command.help}")
     rows = tuple((c.usage + _aliases(c.name), c.help) for c in COMMANDS)
+    # At most 58 columns wide, so a 60-column terminal does not break the alignment.
     keys = "\n".join((
         "Keys:",
-        "  Enter                      send",
-        "  Esc then Enter, Alt-Enter  insert a newline (pasted text stays one message)",
-        "  Up/Down, Ctrl-R            previous requests, search them",
-        "  Tab                        complete commands, their flags, model names and file",
-        "                             paths (after @ too)",
-        "  @path in a request         attach that file or directory",
-        "  Ctrl-C                     cancel the running turn, or clear the line",
-        "  Ctrl-D, /exit, /quit       leave",
+        "  Enter          send",
+        "  Alt-Enter      insert a newline (or Esc then Enter); a",
+        "                 paste stays one message",
+        "  Up/Down        previous requests; Ctrl-R searches them",
+        "  Tab            complete commands, their flags, model",
+        "                 names, file paths (after @ too)",
+        "  @path          attach that file or directory",
+        "  Ctrl-C         cancel the running turn, or clear the",
+        "                 line; twice on an empty prompt: leave",
+        "  Ctrl-D, /exit  leave (or /quit)",
     ))
     return CommandReply("Commands:", headers=("command", "what it does"), rows=rows, footer=keys)
 
@@ -87,7 +90,7 @@ COMMANDS: tuple[Command, ...] = (
             cmd_restore, ("--force",)),
     Command("unsave", "/unsave", "Cancel the checkpoint.", cmd_unsave),
     Command("clear", "/clear", "Start over: drop the conversation, thinking, todos, snapshots, "
-            "ledger and file tracking.", cmd_clear),
+            "kept notes and which files were read.", cmd_clear),
     Command("model", "/model [name]", "List the server's models, or switch to one (its "
             "window detected afresh).", cmd_model, free=True),
     Command("undo", "/undo [--force]", "Revert the file edits of the last request (tool "

@@ -16,7 +16,7 @@ from swival.words import percent, plural
 USER_TURN = 0  # compactions asked for by the user are not tied to a model turn
 
 BREAKDOWN_LABELS = {
-    "system": "system prompt", "tools": "tool schemas", "pinned": "pinned knowledge",
+    "system": "system prompt", "tools": "tool schemas", "pinned": "kept notes",
     "user": "user messages", "assistant": "assistant messages", "tool_results": "tool results",
 }
 
@@ -32,7 +32,7 @@ def _figures(event: Compacted) -> str:
     """"1400 → 900 tokens (saved 500; ...)": what a compaction did to the prompt."""
     saved = event.tokens_before - event.tokens_after
     outcome = (f"saved {saved}" if saved >= 0 else
-               f"{-saved} more: the pinned summary outweighs the little it replaced")
+               f"{-saved} more: the summary outweighs the little it replaced")
     again = (f"; the server computes {event.reprocessed} cached tokens again"
              if event.reprocessed else "")
     return f"{event.tokens_before} → {event.tokens_after} tokens ({outcome}{again})"
@@ -97,7 +97,7 @@ def cmd_restore(agent: Agent, args: Sequence[str]) -> CommandReply:
     outcome = agent.context.restore(force="--force" in flags, turn=USER_TURN)
     if isinstance(outcome, Restored):
         return CommandReply(f"Collapsed {plural(outcome.collapsed, 'message')} into a summary "
-                            f"written by the model, which stays pinned: "
+                            f"written by the model, kept for the rest of the session: "
                             f"{_figures(outcome.event)}.", events=(outcome.event,))
     if outcome.why == "dirty":
         return CommandReply(
@@ -116,11 +116,11 @@ def cmd_unsave(agent: Agent, args: Sequence[str]) -> CommandReply:
 
 
 def cmd_clear(agent: Agent, args: Sequence[str]) -> CommandReply:
-    """Forget the conversation, thinking, todos, snapshots, the ledger and which files were
-    read (so writes need a fresh read)."""
+    """Forget the conversation, thinking, todos, snapshots, the kept notes (ledger) and
+    which files were read (so writes need a fresh read)."""
     agent.clear()
-    return CommandReply("Cleared the conversation, thinking, todos, snapshots, ledger and "
-                        "file tracking. The transcript on disk is kept.")
+    return CommandReply("Cleared the conversation, thinking, todos, snapshots, kept notes "
+                        "and which files were read. The transcript on disk is kept.")
 
 
 def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
@@ -140,8 +140,9 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
               _share(usage.output_reserve, window)),
              ("free", str(usage.free), _share(usage.free, window))]
     footer = (
-        "The parts are Swival's own count; the server's count (learned from its replies) "
-        "is what compaction acts on.\n"
+        "Kept notes are what every compaction keeps (your requests, files changed, "
+        "commands, errors, summaries). The parts are Swival's own count; the server's count "
+        "(learned from its replies) is what compaction acts on.\n"
         f"Window {window} tokens; input budget {usage.input_budget} (the window minus the "
         "reply reserve).\nCompaction thresholds:\n"
         f"  level 1 (shrink old tool results) once the prompt reaches {usage.trigger} tokens "
@@ -149,9 +150,9 @@ def cmd_context(agent: Agent, args: Sequence[str]) -> CommandReply:
         f"it passes {usage.input_budget} — /compact;\n"
         f"  level 2 (drop low-value turns for a recap) if still above {usage.target} "
         f"({_share(usage.target, window)}) — /compact --drop;\n"
-        f"  level 3 (keep pinned knowledge, a recap and the last two turns) if still "
+        f"  level 3 (keep the kept notes, a recap and the last two turns) if still "
         f"above {usage.target};\n"
-        f"  emergency (pinned knowledge and the last turn, no model call) when no recap "
+        f"  emergency (the kept notes and the last turn, no model call) when no recap "
         f"comes, from {usage.emergency} tokens, or if nothing else "
         "fits.\n"
         f"Compactions so far: {usage.compactions}. Cached tokens the server computed again "

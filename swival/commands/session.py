@@ -186,8 +186,9 @@ def session_rows(folder: Path, ids: Sequence[str], current: str | None,
                     if not first and record.get("role") == "user":
                         first = clip(typed_request(str(record.get("content", ""))), 60)
         started = datetime.fromtimestamp(path.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
-        mark = " (this one)" if path.stem == current else ""
-        rows.append((path.stem + mark, started, str(count), first))
+        if path.stem == current:  # the id alone in its cell, so it is never cut
+            started = "now (this one)"
+        rows.append((path.stem, started, str(count), first))
     return rows
 
 

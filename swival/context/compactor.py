@@ -57,6 +57,10 @@ CAUSES = {
 WHOLE, SHRUNK, NOTHING = "whole", "shrunk", "nothing"
 
 
+# Where the request's text stays for the model (the ledger), in a person's words.
+KEPT_FOR_IT = "in the notes Swival keeps at the top of the conversation"
+
+
 def emergency_note(older: int, shape: str, cause: str, request: tuple[int, int] | None,
                    transcript: str) -> str:
     """What the emergency drop did, for the person: which turns went (`older` turns
@@ -77,9 +81,9 @@ def emergency_note(older: int, shape: str, cause: str, request: tuple[int, int] 
     if request is not None:
         kept, total = request
         text += (f" Your request was shortened: the model now sees only its first "
-                 f"{kept:,} of {total:,} characters, in the harness's ledger"
+                 f"{kept:,} of {total:,} characters, {KEPT_FOR_IT}"
                  if kept < total else " Your request left the conversation: the model "
-                 "still sees it whole in the harness's ledger")
+                 f"still sees it whole {KEPT_FOR_IT}")
         text += ", without anything attached to it."
     return text + f" The whole conversation stays in {transcript}."
 

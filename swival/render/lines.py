@@ -108,15 +108,22 @@ def _read_range(meta: Mapping[str, Any], got: int | None) -> str:
 
 
 def _spill_note(meta: Mapping[str, Any]) -> str:
-    """What the context engine's cut (or the tool's own spill) means for the model."""
+    """What the context engine's cut (or the tool's own spill) means for the model. A
+    command's long output reached it as head and tail already (`preview_lines` of its
+    `output_lines`): its figures are counted against the whole output."""
     path = meta.get("spill_path")
     where = f"; full text in {path}" if path else ""
     cut = meta.get("context_cut")
+    output = meta.get("output_lines")
     if isinstance(cut, Mapping):
         if meta.get("kind") == "file" and "summary" not in meta:  # a read: its range says
             return f", cut to fit{where}"
         got, total = cut.get("kept_lines"), cut.get("total_lines")
+        if isinstance(output, int) and isinstance(got, int):
+            got, total = min(got, meta.get("preview_lines", got)), output
         return f", cut to fit ({got} of {total} lines reached the model){where}"
+    if isinstance(output, int):
+        return f", {meta.get('preview_lines')} of {output} lines reached the model{where}"
     return where
 
 

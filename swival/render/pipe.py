@@ -25,6 +25,7 @@ from swival.events import (
     TurnFinished,
 )
 from swival.messages import ToolCall
+from swival.render.console import SizedConsole
 from swival.render.lines import (
     FAIL_MARK,
     NOTICE_STYLES,
@@ -40,7 +41,7 @@ from swival.render.lines import (
 def stderr_console() -> Console:
     """Diagnostics go to stderr; rich honours NO_COLOR and the terminal width itself.
     Without a terminal, lines are never wrapped or cut."""
-    console = Console(stderr=True, highlight=False)
+    console = SizedConsole(stderr=True, highlight=False)
     console.soft_wrap = not console.is_terminal
     return console
 

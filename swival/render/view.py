@@ -36,6 +36,7 @@ from swival.events import (
     TurnFinished,
 )
 from swival.messages import Message, ToolCall, ToolResult
+from swival.render.console import SizedConsole
 from swival.render.lines import (
     NOTICE_STYLES,
     checkpoint_line,
@@ -72,7 +73,7 @@ def make_console(file: IO[str] | None = None, *, width: int | None = None,
     if color is False:
         options["no_color"] = True
         options["color_system"] = None
-    return Console(**options)
+    return SizedConsole(**options)
 
 
 def _markdown(text: str) -> RenderableType:
@@ -250,13 +251,16 @@ class TurnView:
     def table(self, headers: Sequence[str], rows: Iterable[Sequence[str]],
               title: str | None = None) -> None:
         """A plain table; columns whose cells are all figures are right-aligned. Cells are
-        text, never markup, so `[label]` shows as typed."""
+        text, never markup, so `[label]` shows as typed. A first column of short names (a
+        session id, a model) is never wrapped, so a name can be copied whole."""
         rows = [list(row) for row in rows]
         table = Table(title=title, show_edge=False, header_style="bold", pad_edge=False)
         for i, header in enumerate(headers):
             cells = [row[i] for row in rows if i < len(row)]
             numeric = bool(cells) and all(_figure(cell) for cell in cells)
-            table.add_column(header, justify="right" if numeric else "left", overflow="fold")
+            short = i == 0 and max(map(len, cells), default=0) <= self.console.width // 3
+            table.add_column(header, justify="right" if numeric else "left", overflow="fold",
+                             no_wrap=short)
         for row in rows:
             table.add_row(*(Text(cell) for cell in row))
         self._print(table)

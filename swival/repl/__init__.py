@@ -3,8 +3,9 @@
 Plain text is a request, `/name` a command (swival/commands/). History is kept per
 project in `<root>/.swival/history` (Up/Down, Ctrl-R). Enter sends; Esc then Enter (what
 Alt-Enter sends) inserts a newline; pasted text stays one message (bracketed paste). Ctrl-C
-during a turn cancels it and keeps the conversation; on the prompt it only clears the line.
-Ctrl-D or /exit leaves with exit code 0. The bottom toolbar under the input line shows the
+during a turn cancels it and keeps the conversation; on the prompt it clears the line, and
+on an empty prompt it says a second Ctrl-C leaves, which it then does (exit code 0, as
+Ctrl-D and /exit). The bottom toolbar under the input line shows the
 model, its window and where that figure came from, and the context's share (yellow from
 70 %, red from 90 %).
 
@@ -28,6 +29,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
+from prompt_toolkit.utils import is_dumb_terminal
 
 from swival import __version__
 from swival.commands import CommandReply, dispatch, is_command
@@ -37,6 +39,7 @@ from swival.providers.factory import warm_up
 from swival.render import Status, TurnView, make_console
 from swival.repl.approve import ApprovalPrompts
 from swival.repl.input import (
+    LEAVE_HINT,
     PROMPT,
     STYLE,
     TOOLBAR_STYLES,
@@ -88,7 +91,10 @@ class Repl:
             completer=SlashAndPathCompleter(root, self._model_names),
             complete_while_typing=False, key_bindings=key_bindings(),
             bottom_toolbar=self.toolbar, style=STYLE, input=self.io.input,
-            output=self.io.output or (prompt_output() if terminal else None),
+            # TERM=dumb: no output of ours, so prompt_toolkit's plain dumb-terminal prompt
+            # is used (no cursor moves, no toolbar) instead of escape sequences.
+            output=self.io.output or (prompt_output() if terminal and not is_dumb_terminal()
+                                      else None),
             prompt_continuation=lambda width, *_: "." * (width - 1) + " ",
         )
         self.warm = WarmUp(self._first_figure,
@@ -111,15 +117,25 @@ class Repl:
     def run(self) -> int:
         self._banner()
         self.prompt.app.after_render += self._start_warm_up
+        leaving = False  # Ctrl-C on an empty prompt: a second one leaves
         while True:
             try:
-                line = self.prompt.prompt([("class:prompt", PROMPT)])
+                with self._dumb_keys():
+                    line = self.prompt.prompt([("class:prompt", PROMPT)])
             except Terminated:
                 raise
             except KeyboardInterrupt:
-                continue  # Ctrl-C on the prompt clears the line, nothing else
+                if self.prompt.default_buffer.text.strip():
+                    leaving = False  # Ctrl-C on a typed line clears it, nothing else
+                elif leaving:
+                    break
+                else:
+                    leaving = True
+                    self.view.message(LEAVE_HINT, "dim")
+                continue
             except EOFError:
                 break
+            leaving = False
             if not line.strip():
                 continue
             self._show_late_notice()
@@ -195,6 +211,13 @@ class Repl:
                 agent.interrupted()  # answers any unanswered tool call: the history stays valid
             finally:
                 self.view.close()
+
+    def _dumb_keys(self) -> AbstractContextManager[None]:
+        """On a dumb terminal prompt_toolkit writes the prompt before it reads keys raw: a
+        Ctrl-D typed in between would be taken by the terminal's line editing and lost,
+        so line editing is off from before the prompt is written."""
+        dumb = self.io.input is None and is_dumb_terminal()
+        return keys_unechoed() if dumb else nullcontext()
 
     def _keys(self) -> AbstractContextManager[None]:
         """Keys typed while Swival works are not echoed (real terminal only)."""

@@ -17,6 +17,7 @@ from swival.redaction import Redactor
 from swival.state import HISTORY, STATE_DIR
 
 PROMPT = "› "
+LEAVE_HINT = "Press Ctrl-C again to leave (or Ctrl-D)."
 LAST_WORD = re.compile(r"(?:\\ |\S)+$")  # the word being typed; `\ ` is an escaped space
 STYLE = Style.from_dict({
     "bottom-toolbar": "noreverse bg:#303030 #c0c0c0",

@@ -87,15 +87,19 @@ class EditPolicy:
             return None
         action = f"{'Create' if new else 'Change'} {name}"
         answer = self.approvals.ask("edit", action, name, EVERY_FILE, detail=diff)
+        # what became of the file, in the model's words and in the person's
+        kept = "was not created" if new else "was left unchanged"
+        shown = "not written" if new else "not changed"
         if answer is None:
-            return Refusal(f"{name} was left unchanged: this session asks the user before "
-                           "each file edit (--edits ask) and nobody is here to approve it. "
+            return Refusal(f"{name} {kept}: this session asks the user before each "
+                           "file edit (--edits ask) and nobody is here to approve it. "
                            "Tell the user the change you would make; they can run again "
                            "with --edits auto.",
-                           "not changed: edits need approval (--edits ask) and this run "
+                           f"{shown}: edits need approval (--edits ask) and this run "
                            "cannot ask")
         if answer == "deny":
-            return Refusal(f"the user declined this change to {name}; the file was left "
-                           "unchanged. Ask them what they want instead, or continue without "
-                           "it.", "not changed: you declined")
+            what = f"creating {name}" if new else f"this change to {name}"
+            return Refusal(f"the user declined {what}; the file {kept}. Ask them what "
+                           "they want instead, or continue without it.",
+                           f"{shown}: you declined")
         return None

@@ -66,9 +66,11 @@ class RunCommand:
                 return ToolResult(
                     f"command could not start: {exc.strerror or exc}", is_error=True, meta=meta
                 )
-            text, spill_path = _shape_output(ctx, out)
+            text, spill_path, lines = _shape_output(ctx, out)
         if spill_path:
             meta["spill_path"] = spill_path
+        if lines is not None:  # only head and tail are in `text`: how many of how many
+            meta["preview_lines"], meta["output_lines"] = lines
         meta["exit_code"] = outcome.exit_code
         note = ctx.sandbox.explain(text, ctx.mounts)
         return ToolResult(text + _ending(outcome, timeout) + (f"\n{note}" if note else ""),
@@ -103,15 +105,17 @@ def _newline(text: str) -> str:
     return text if text.endswith("\n") or not text else text + "\n"
 
 
-def _shape_output(ctx: ToolContext, raw: BinaryIO) -> tuple[str, str | None]:
-    """The text the model sees (inline, or a head+tail preview) and the spill file path.
+def _shape_output(ctx: ToolContext, raw: BinaryIO
+                  ) -> tuple[str, str | None, tuple[int, int] | None]:
+    """The text the model sees (inline, or a head+tail preview), the spill file path, and
+    for a preview the output lines it holds and the output's lines.
     Secrets are redacted from the whole output before any of it is cut, so no cut can
     show half a secret."""
     size = raw.seek(0, 2)
     if size <= INLINE_BYTES:
         raw.seek(0)
         text = _clean(raw.read().decode("utf-8", errors="replace"))
-        return _newline(ctx.redactor.redact(text)), None
+        return _newline(ctx.redactor.redact(text)), None, None
     with tempfile.TemporaryFile() as scratch:
         source, spill_path, failure = _save(ctx, raw, scratch)
         with source:
@@ -126,7 +130,8 @@ def _shape_output(ctx: ToolContext, raw: BinaryIO) -> tuple[str, str | None]:
                 f"limit={PAGE_LINES}]")
     head, tail = _newline(_clean(preview.head)), _clean(preview.tail)
     tail = tail if tail.endswith("\n") else tail + "\n"
-    return f"{head}{note}\n{tail}", spill_path
+    shown = preview.head_lines + preview.total_lines - preview.tail_from + 1
+    return f"{head}{note}\n{tail}", spill_path, (shown, preview.total_lines)
 
 
 def _save(ctx: ToolContext, raw: BinaryIO, scratch: BinaryIO,
