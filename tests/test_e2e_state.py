@@ -62,6 +62,7 @@ def test_a_shipped_history_that_is_no_file_stops_the_repl_at_once(
     server = fake_server(kind="llamacpp").script(text("hello there"))
     command = swival_command()
     env = {**os.environ, "XDG_CONFIG_HOME": str(project / ".xdg"), "NO_COLOR": "1"}
+    env.pop("COLUMNS", None)  # the message wraps at the terminal's 200 columns (xdist sets 80)
     child = pexpect.spawn(command[0], [*command[1:], "--provider", "llamacpp", "--base-url",
                                        server.url], cwd=str(project), env=env,
                           encoding="utf-8", timeout=15, dimensions=(40, 200))
