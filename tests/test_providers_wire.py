@@ -21,8 +21,8 @@ from swival.messages import Message
 from swival.providers.base import ChatRequest, Completion, Provider, Restart
 from swival.providers.factory import connect
 from swival.providers.jsonfix import CUT_OFF_ERROR
+from swival.providers.replies import retry_after
 from swival.providers.streaming import RetryPolicy
-from swival.providers.wire import retry_after
 from tests.evidence import record
 from tests.fakeserver import FakeServer, Reply, error, text
 

@@ -6,8 +6,10 @@ hosted models, and only lazily; httpx is imported on the first call (or by the w
     http.py           the JSON probe helper with short timeouts (standard library); loopback
                       is never proxied; an untrusted TLS certificate is named
     streaming.py      StreamingProvider: retries (Retry-After, backoff), repair, overflow,
-                      empty replies, Restart when a shown reply is asked for again
+                      empty replies, Restart when a reply is asked for again
     wire.py           httpx channel, the two time limits (watchdog), DirectProvider
+    replies.py        what a server's replies say: error messages, retried statuses,
+                      Retry-After, text made short
     openai_compat.py  LM Studio, llama.cpp, generic: streamed chat completions (SSE)
     ollama.py         Ollama through its native /api/chat (NDJSON) with a fixed num_ctx
     hosted.py         hosted providers through litellm (warm-up, calls, price, errors)

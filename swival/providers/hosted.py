@@ -42,8 +42,9 @@ from swival.providers.openai_compat import absorb_chunk, chat_body
 from swival.providers.overflow import classify_overflow
 from swival.providers.pricemap import similar_models
 from swival.providers.pump import ChunkPump
+from swival.providers.replies import error_detail, retry_after, short, status_reason
 from swival.providers.streaming import RetryPolicy, StreamingProvider, Transient
-from swival.providers.wire import Limits, error_detail, retry_after, short, status_reason
+from swival.providers.wire import Limits
 
 # Providers whose calls look for cloud credentials first, which may ask the network: the
 # warm-up does not rehearse their request path (see HostedProvider.warm).

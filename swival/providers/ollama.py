@@ -24,8 +24,9 @@ from swival.errors import ModelNotFound
 from swival.messages import Message
 from swival.providers.assembly import StreamAssembly
 from swival.providers.base import ChatRequest, ProviderInfo
+from swival.providers.replies import short
 from swival.providers.streaming import RetryPolicy, Transient
-from swival.providers.wire import DirectProvider, HttpChannel, short, stream_error
+from swival.providers.wire import DirectProvider, HttpChannel, stream_error
 
 
 def _wire_message(message: Message) -> dict[str, Any]:

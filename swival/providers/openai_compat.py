@@ -23,9 +23,10 @@ from typing import Any
 from swival.messages import Message
 from swival.providers.assembly import StreamAssembly
 from swival.providers.base import ChatRequest
+from swival.providers.replies import short
 from swival.providers.streaming import Transient
 from swival.providers.tokenize import ExactCounter
-from swival.providers.wire import DirectProvider, short, stream_error
+from swival.providers.wire import DirectProvider, stream_error
 
 
 class OpenAICompatProvider(DirectProvider):

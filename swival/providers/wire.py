@@ -23,9 +23,7 @@ read timeout stays as a backstop at the larger of the two limits.
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import json
-import re
 import socket
 import ssl
 import sys
@@ -43,6 +41,7 @@ from swival.providers.base import ChatRequest, ProviderInfo, StreamItem, TextChu
 from swival.providers.bodylines import BodyTooLarge, body_lines
 from swival.providers.http import is_loopback, tls_message
 from swival.providers.overflow import classify_overflow
+from swival.providers.replies import error_detail, retry_after, short, status_reason
 from swival.providers.streaming import RetryPolicy, StreamingProvider, Transient
 
 if TYPE_CHECKING:
@@ -67,21 +66,6 @@ def limit_message(limits: Limits, started: bool) -> str:
     if started:
         return f"no new data for {limits.idle:g} s (idle_timeout)"
     return f"the reply did not start within {limits.first:g} s (request_timeout)"
-
-
-def retry_after(value: str | None, now: Callable[[], float] = time.time) -> float | None:
-    """Seconds to wait from a Retry-After header: a number of seconds or an HTTP date.
-    None for anything else (`nan`, `-5`, `inf`): the usual backoff applies then."""
-    if not value:
-        return None
-    value = value.strip()
-    if re.fullmatch(r"[0-9]+(\.[0-9]+)?", value):
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when.timestamp() - now())
 
 
 class Watchdog:
@@ -382,19 +366,6 @@ class DirectProvider(StreamingProvider):
                              f"{short(detail)}")
 
 
-def error_detail(body: str) -> str:
-    """The message inside an error body (`{"error": {"message": ...}}`, `{"error": "..."}`),
-    or the body itself."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return body
-    error = data.get("error", data) if isinstance(data, dict) else data
-    if isinstance(error, dict):
-        return str(error.get("message") or error)
-    return str(error)
-
-
 def stream_error(error: Any, request: ChatRequest, window: int | None) -> Exception:
     """An error the server reported inside the stream: an overflow, a transient failure
     (a 429/5xx code or a server-side type), or a plain ProviderError."""
@@ -407,17 +378,3 @@ def stream_error(error: Any, request: ChatRequest, window: int | None) -> Except
     if (isinstance(code, int) and (code == 429 or code >= 500)) or "server" in kind:
         return Transient("the server failed mid-reply", detail=short(error_detail(text)))
     return ProviderError(f"The server reported an error: {short(error_detail(text))}")
-
-
-def status_reason(status: int) -> str:
-    """A retried HTTP status, as a person is told of it."""
-    return f"rate limited (HTTP {status})" if status == 429 else f"server error (HTTP {status})"
-
-
-def short(text: str, limit: int = 300) -> str:
-    """`text` on one line, at most `limit` characters, cut between words."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
