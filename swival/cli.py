@@ -7,6 +7,8 @@ it would have to evaluate each one again (a few ms); names only known to the typ
 are quoted instead.
 """
 
+import atexit
+import contextlib
 import os
 import signal
 import sys
@@ -14,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -335,7 +337,7 @@ def _fail(message: str, code: int, show: Callable[[], None] | None = None) -> No
         show()
     else:
         _say(f"swival: {redactor.redact(message)}")
-    sys.exit(code)
+    _leave(code)
 
 
 def _say(text: str) -> None:
@@ -380,4 +382,18 @@ def main() -> None:
             error.message = _plain_usage(error.message)  # type: ignore[attr-defined]
         message = getattr(error, "format_message", error.__str__)()
         _fail(f"{message} (swival --help lists the options)", code, show=show)
-    sys.exit(code if isinstance(code, int) else 0)
+    _leave(code if isinstance(code, int) else 0)
+
+
+def _leave(code: int) -> NoReturn:
+    """Exit with `code`. Once litellm was imported (a hosted model), the interpreter's
+    teardown is skipped after the exit handlers ran: litellm's finalizers import modules
+    during teardown, which hangs for good (or aborts) when a background thread was in the
+    middle of an import as the run ended."""
+    if "litellm" in sys.modules:
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
