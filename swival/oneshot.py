@@ -49,7 +49,8 @@ class Tally:
         if isinstance(event, Compacted):
             self.compactions.append(
                 {"level": event.level, "reason": event.reason, "turn": event.turn,
-                 "tokens_before": event.tokens_before, "tokens_after": event.tokens_after}
+                 "tokens_before": event.tokens_before, "tokens_after": event.tokens_after,
+                 "reprocessed": event.reprocessed}
             )
         elif isinstance(event, ToolFinished | SubagentStep) and event.result is not None:
             for path, kind in event.result.meta.get("changed", ()):

@@ -93,6 +93,9 @@ def test_stream_json_line_by_line(fake_server: Any, tmp_path: Path) -> None:
     assert set(final) == RESULT_FIELDS | {"type"}
     assert final["answer"] == after and final["exit_code"] == 0
     assert final["tool_calls"] == PARTS and len(final["compactions"]) == len(compactions)
+    # the result's list holds what each compaction line said, the re-processing included
+    assert final["compactions"] == [{k: v for k, v in line.items() if k != "type"}
+                                    for line in compactions]
 
 
 def test_stream_json_lines_arrive_while_the_run_goes_on(fake_server: Any,
