@@ -161,6 +161,17 @@ def test_empty_reply_is_retried_once(fake_server: Make) -> None:
     assert done.message.content == "second try" and len(server.requests) == 2
 
 
+def test_a_reply_the_output_limit_cut_before_any_text_says_so(fake_server: Make) -> None:
+    """A thinking model can spend the whole output limit on reasoning: asked again, it
+    would do the same, so the error says what to change instead of 'empty reply'."""
+    server = fake_server(kind="llamacpp")
+    server.script(Reply(text="", finish_reason="length"))
+    with pytest.raises(EmptyResponseError, match=r"reached the output limit \(512 tokens a "
+                                                 r"reply\) before writing any reply") as err:
+        run(provider_for(server), ask(estimate=100, max_output_tokens=512))
+    assert "--max-output-tokens" in str(err.value) and len(server.requests) == 1
+
+
 def test_two_empty_replies_raise(fake_server: Make) -> None:
     server = fake_server(kind="llamacpp")
     server.script(Reply(mode="empty"), Reply(mode="empty"))

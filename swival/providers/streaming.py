@@ -137,6 +137,12 @@ class StreamingProvider:
                     yield TextChunk(rest)
                 yield completion
                 return
+            if completion.finish_reason == "length":  # asking again would end the same way
+                raise EmptyResponseError(
+                    f"The model ({self.info.model}) reached the output limit "
+                    f"({request.max_output_tokens} tokens a reply) before writing any reply: "
+                    "thinking models spend it on reasoning first. Raise --max-output-tokens, "
+                    "or lower the model's reasoning effort on the server.")
         raise EmptyResponseError(
             f"The model ({self.info.model}) returned an empty reply twice. Try again, or try a "
             "larger model; small models sometimes stop at once on long prompts."
