@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +11,17 @@ import pytest
 from swival.agent import Agent, AgentConfig, make_summarizer
 from swival.context.engine import ContextEngine, ContextSettings, ServerAid, Storage
 from swival.errors import ContextOverflowError
-from swival.events import Compacted, Event, TextDelta, ToolFinished, TurnFinished
+from swival.events import (
+    Compacted,
+    Event,
+    ReplyRestarted,
+    TextDelta,
+    ToolFinished,
+    TurnFinished,
+)
 from swival.messages import ToolResult
 from swival.prompts import system_prompt
-from swival.providers.base import ChatRequest
+from swival.providers.base import ChatRequest, Restart, StreamItem
 from swival.redaction import Redactor
 from swival.tools.base import Tool, ToolContext, ToolSpec
 from swival.tools.catalog import default_tools
@@ -235,3 +242,27 @@ def test_level_3_keeps_think_todo_snapshot_and_ledger_in_the_next_request(tmp_pa
     for fact in ("THOUGHT-41", "TODO-77", "SUMMARY-93", "REQUEST-12"):
         assert fact in sent, fact
     assert_valid_chat([m.to_dict() for m in provider.requests[-1].messages])
+
+
+class RestartingProvider(ScriptedProvider):
+    """Fails once before any text with a reason naming the server's URL, which holds the
+    key (`--base-url 'https://host/?key=...'`), then answers from the script."""
+
+    def __init__(self, script: list[Any], secret: str) -> None:
+        super().__init__(script)
+        self.secret = secret
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamItem]:
+        yield Restart(f"No reply yet: cannot connect to https://gw/?key={self.secret}, "
+                      "retrying in 1.0 s (attempt 2 of 4).")
+        yield from super().stream(request)
+
+
+def test_a_retry_reason_is_redacted(tmp_path: Path) -> None:
+    secret = "sk-test-0987654321fedcba"
+    agent, _ = make_agent(tmp_path, [], redactor=Redactor.of({"api_key": secret}))
+    agent.provider = RestartingProvider([reply("ok")], secret)
+    events = run(agent, "hi")
+    [restarted] = [e for e in events if isinstance(e, ReplyRestarted)]
+    assert secret not in restarted.reason and "key=[redacted:api_key]" in restarted.reason
+

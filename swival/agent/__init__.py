@@ -298,7 +298,7 @@ class Agent:
                     if isinstance(item, TextChunk):
                         yield TextDelta(item.text)
                     elif isinstance(item, Restart):
-                        yield ReplyRestarted(item.reason)
+                        yield ReplyRestarted(self.config.redactor.redact(item.reason))
                     else:
                         completion = item
             except ContextOverflowError as error:
